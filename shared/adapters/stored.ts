@@ -1,0 +1,121 @@
+// The stored shape -> observations. GET /session/{id}/message, `opencode
+// export` and the opencode.db message/part tables all hold {info, parts}
+// records; live message.part.updated events carry the same part shape.
+import { isInjectedTurn, type TextPartLike } from "../injected.ts";
+import { type CallContext, toToolCall } from "../tool-call.ts";
+import type { Observation, ToolCall } from "../types.ts";
+
+type Rec = Record<string, unknown>;
+function obj(v: unknown): Rec {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
+}
+function num(v: unknown): number {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+export interface StoredMessage {
+  info: unknown;
+  parts: unknown;
+}
+
+export interface StoredSession {
+  id: string;
+  parentId: string | null;
+  directory?: string | null;
+}
+
+/** A finished tool part (completed or error) -> ToolCall; pending and running parts -> null. */
+export function fromToolPart(
+  part: unknown,
+  ctx: Omit<CallContext, "time"> & { time?: number },
+): ToolCall | null {
+  const p = obj(part);
+  if (p.type !== "tool") return null;
+  const state = obj(p.state);
+  const status = state.status;
+  if (status !== "completed" && status !== "error") return null;
+  const time = obj(state.time);
+  return toToolCall(
+    {
+      tool: str(p.tool) ?? "unknown",
+      callId: str(p.callID) ?? str(p.id) ?? "",
+      args: state.input,
+      metadata: state.metadata,
+      status,
+    },
+    { ...ctx, time: num(time.end) || num(time.start) || ctx.time || 0 },
+  );
+}
+
+/** Tokens a request carried: fresh input plus cache reads and writes. */
+export function promptTokensOf(tokens: unknown): number {
+  const t = obj(tokens);
+  const cache = obj(t.cache);
+  return num(t.input) + num(cache.read) + num(cache.write);
+}
+
+export interface StoredOptions {
+  testPatterns: readonly RegExp[];
+  continuationMarkers: readonly string[];
+}
+
+/**
+ * Observations for one session's messages, oldest first: user turns (injected
+ * or not), compactions, one turn plus usage per assistant message, then its
+ * finished tool calls. Malformed records are skipped, never thrown on.
+ */
+export function observationsFromMessages(
+  session: StoredSession,
+  messages: readonly StoredMessage[],
+  opts: StoredOptions,
+): Observation[] {
+  const out: Observation[] = [];
+  let agent = "";
+  for (const m of Array.isArray(messages) ? messages : []) {
+    const info = obj(obj(m).info);
+    const parts = Array.isArray(obj(m).parts) ? (obj(m).parts as unknown[]) : [];
+    const created = num(obj(info.time).created);
+    const role = info.role;
+    agent = str(info.agent) ?? str(info.mode) ?? agent;
+    const base = { sessionId: session.id, parentId: session.parentId, agent: agent || "unknown" };
+    if (role === "user") {
+      if (parts.some((p) => obj(p).type === "compaction")) {
+        out.push({ kind: "compaction", sessionId: session.id, time: created });
+        continue;
+      }
+      out.push({
+        kind: "user",
+        ...base,
+        time: created,
+        injected: isInjectedTurn(parts as TextPartLike[], opts.continuationMarkers),
+      });
+      continue;
+    }
+    if (role !== "assistant") continue;
+    const model = [str(info.providerID), str(info.modelID)].filter(Boolean).join("/") || undefined;
+    out.push({ kind: "turn", ...base, time: created, ...(model ? { model } : {}) });
+    const prompt = promptTokensOf(info.tokens);
+    out.push({
+      kind: "usage",
+      sessionId: session.id,
+      messageId: str(info.id) ?? `${session.id}:${out.length}`,
+      time: num(obj(info.time).completed) || created,
+      costUsd: num(info.cost),
+      promptTokens: prompt,
+      contextTokens: prompt,
+    });
+    for (const part of parts) {
+      const call = fromToolPart(part, {
+        ...base,
+        time: created,
+        directory: session.directory ?? null,
+        testPatterns: opts.testPatterns,
+      });
+      if (call) out.push({ kind: "tool", call });
+    }
+  }
+  return out;
+}

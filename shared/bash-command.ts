@@ -1,0 +1,158 @@
+// Reads a bash command string for the parts the core may keep: which files it
+// touches, the numbers in it (the slice), what program it runs, and whether it
+// is a commit or a test. Never keeps the rest of the command.
+
+const SEPARATORS = new Set(["&&", "||", ";", "|", "&", "|&"]);
+const PREFIX_PROGRAMS = new Set(["cd", "export", "source", ".", "set", "pushd", "popd", "unset"]);
+const WRAPPERS = new Set(["env", "time", "nice", "nohup", "sudo", "command", "exec", "timeout"]);
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+
+/** Splits a command into words and separator tokens, honouring quotes and backslashes. */
+export function tokenize(command: string): string[] {
+  const out: string[] = [];
+  let cur = "";
+  let inWord = false;
+  let quote: '"' | "'" | null = null;
+  const push = () => {
+    if (inWord) out.push(cur);
+    cur = "";
+    inWord = false;
+  };
+  for (let i = 0; i < command.length; i++) {
+    const ch = command[i] as string;
+    if (quote) {
+      if (ch === quote) quote = null;
+      else if (ch === "\\" && quote === '"' && i + 1 < command.length) cur += command[++i];
+      else cur += ch;
+      continue;
+    }
+    if (ch === "'" || ch === '"') {
+      quote = ch;
+      inWord = true;
+    } else if (ch === "\\" && i + 1 < command.length) {
+      cur += command[++i];
+      inWord = true;
+    } else if (/\s/.test(ch)) {
+      push();
+    } else if (ch === ";" || ch === "&" || ch === "|") {
+      push();
+      const two = command.slice(i, i + 2);
+      if (two === "&&" || two === "||" || two === "|&") {
+        out.push(two);
+        i++;
+      } else out.push(ch);
+    } else {
+      cur += ch;
+      inWord = true;
+    }
+  }
+  push();
+  return out;
+}
+
+/** The command split at separators into simple commands, env assignments and wrappers removed. */
+export function segments(command: string): string[][] {
+  const segs: string[][] = [[]];
+  for (const tok of tokenize(command)) {
+    if (SEPARATORS.has(tok)) segs.push([]);
+    else (segs[segs.length - 1] as string[]).push(tok);
+  }
+  return segs.map(stripPrefixes).filter((s) => s.length > 0);
+}
+
+function stripPrefixes(words: string[]): string[] {
+  let i = 0;
+  while (i < words.length) {
+    const w = words[i] as string;
+    if (ASSIGNMENT.test(w)) i++;
+    else if (WRAPPERS.has(w)) {
+      i++;
+      // timeout takes a duration argument; env/sudo may take flags
+      while (i < words.length && /^(-\S+|\d+[smhd]?)$/.test(words[i] as string)) i++;
+    } else break;
+  }
+  return words.slice(i);
+}
+
+/** The simple command that does the work: the first that is not cd/export/source. */
+export function mainSegment(command: string): string[] {
+  const segs = segments(command);
+  return segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string)) ?? segs[0] ?? [];
+}
+
+const SECRET_TOKEN =
+  /^(sk-|sk_|pk_|rk_|ghp_|gho_|ghs_|github_pat_|xox[abprs]-|AKIA|ASIA|AIza|glpat-|npm_|hf_|eyJ)[A-Za-z0-9_.-]{6,}/;
+
+/** A word that may carry a secret: a key-shaped token, a URL with credentials, long random text. */
+export function looksSecret(word: string): boolean {
+  if (SECRET_TOKEN.test(word)) return true;
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/\s]*@/i.test(word)) return true;
+  if (/^(bearer|basic|token)$/i.test(word)) return true;
+  const bare = word.replace(/^-+[A-Za-z-]*=?/, "");
+  if (bare.length >= 20 && !/[/\\]/.test(bare) && /[0-9]/.test(bare) && /[A-Za-z]/.test(bare)) {
+    // long mixed letters+digits without path separators: a key, hash or token
+    if (!/\.[A-Za-z]{1,8}$/.test(bare)) return true;
+  }
+  return false;
+}
+
+/** Redacts one word for a target: secrets vanish, `--flag=value` keeps the flag. */
+export function redactWord(word: string): string | null {
+  if (ASSIGNMENT.test(word)) return null;
+  if (looksSecret(word)) return "<redacted>";
+  const eq = /^(--?[A-Za-z][\w-]*)=/.exec(word);
+  if (eq) return `${eq[1]}=<value>`;
+  return word.length > 120 ? `${word.slice(0, 117)}...` : word;
+}
+
+/** A command's coarse target: its program and first argument, redacted. */
+export function commandTarget(command: string): string {
+  const words = mainSegment(command)
+    .map(redactWord)
+    .filter((w): w is string => w !== null);
+  return words.slice(0, 2).join(" ") || "(empty)";
+}
+
+const FILE_EXTENSIONS =
+  "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|yaml|yml|toml|cfg|ini|conf|sh|bash|zsh|rs|go|java|kt|kts|swift|c|h|cc|cpp|hpp|cs|rb|php|html|htm|css|scss|less|sql|lock|xml|csv|tsv|log|env|vue|svelte|gradle|diff|patch|proto|graphql|tf|lua|dart|ex|exs|erl|hs|ml|scala|r|pl|ipynb|db|sqlite|cfg";
+const PATHLIKE = new RegExp(
+  // a/b, ./x, ~/x, /abs/path; or a bare name with a known extension
+  `(?:~|\\.{1,2})?(?:/?[\\w.@+-]+)*/[\\w.@+-]+|[\\w@+-][\\w.@+-]*\\.(?:${FILE_EXTENSIONS})(?![\\w])`,
+  "g",
+);
+
+/** Files a command refers to, normalized (no ./ prefix) and sorted. URLs are ignored. */
+export function referencedFiles(command: string): string[] {
+  const text = command.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, " ");
+  const found = new Set<string>();
+  for (const m of text.matchAll(PATHLIKE)) {
+    let p = m[0].replace(/^\.\//, "").replace(/[.,:;]+$/, "");
+    if (p === "" || p === "." || p === "/" || /^\/?(dev\/null|dev\/stdout|dev\/stderr)$/.test(p)) continue;
+    if (/^\d+(\/\d+)*$/.test(p)) continue; // 1/2 is arithmetic, not a path
+    p = p.replace(/\/+$/, "");
+    found.add(p);
+  }
+  return [...found].sort();
+}
+
+/** The numbers in a command outside file names: line ranges, counts, offsets. */
+export function commandNumbers(command: string, files: string[]): string[] {
+  let text = command.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, " ");
+  for (const f of files) text = text.split(f).join(" ");
+  return [...text.matchAll(/(?<![\w.])\d+(?![\w.])/g)].map((m) => m[0]);
+}
+
+const COMMIT = /^git(\s+(-C|-c)\s+\S+|\s+--[\w-]+(=\S+)?)*\s+commit(\s|$)/;
+
+/** The command runs `git commit` (including --amend) in any of its segments. */
+export function isCommitCommand(command: string): boolean {
+  return segments(command).some((s) => COMMIT.test(s.join(" ")));
+}
+
+/** The command runs a test or lint tool from the configured patterns in any segment. */
+export function isTestCommand(command: string, patterns: readonly RegExp[]): boolean {
+  return segments(command).some((s) => {
+    const line = s.join(" ");
+    return patterns.some((re) => re.test(line));
+  });
+}

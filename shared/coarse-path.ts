@@ -1,0 +1,18 @@
+/**
+ * A path as a coarse target: relative to the session's directory when inside
+ * it, the user's home shown as ~, so no account name leaves the machine.
+ */
+export function coarsePath(path: string, directory?: string | null): string {
+  let p = path.trim().replace(/\\/g, "/");
+  if (directory) {
+    const dir = directory.replace(/\\/g, "/").replace(/\/+$/, "");
+    if (p === dir) return ".";
+    if (dir && p.startsWith(`${dir}/`)) p = p.slice(dir.length + 1);
+  }
+  p = p
+    .replace(/^\/home\/[^/]+(?=\/|$)/, "~")
+    .replace(/^\/Users\/[^/]+(?=\/|$)/, "~")
+    .replace(/^\/root(?=\/|$)/, "~")
+    .replace(/^\.\//, "");
+  return p.length > 200 ? `...${p.slice(-197)}` : p || ".";
+}

@@ -1,0 +1,403 @@
+// The one schema for every knob. Pure: parses YAML text and plain objects; the
+// shells read the files and the environment.
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { parseDuration } from "./duration.ts";
+
+/** A duration knob: seconds as a number, or "90s" / "5m" / "1h" / "7d". Parsed to milliseconds. */
+const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      message: `not a duration: ${JSON.stringify(value)} (use e.g. 90s, 5m, 1h)`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** The name of an environment variable that holds a secret; never the secret itself. */
+const envName = z
+  .string()
+  .regex(/^[A-Z_][A-Z0-9_]{0,127}$/, "must name an environment variable (UPPER_SNAKE), not hold a value");
+
+const severity = z.enum(["info", "warning", "critical"]);
+export type Severity = z.infer<typeof severity>;
+
+const portNumber = z.number().int().min(0).max(65535);
+const regexSource = z.string().refine(
+  (s) => {
+    try {
+      new RegExp(s);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: "not a valid regular expression" },
+);
+
+const SECRET_QUERY = /[?&](token|key|secret|password|auth|sig|signature|access_token|api_key)=/i;
+const publicUrl = z
+  .url({ protocol: /^https?$/ })
+  .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), {
+    message: "a URL with credentials is a secret: use url_env",
+  })
+  .refine((u) => !SECRET_QUERY.test(u), {
+    message: "a URL with a token in its query is a secret: use url_env",
+  })
+  .refine((u) => !/hooks\.slack\.com\/services\//.test(u), {
+    message: "a Slack webhook URL is a secret: use url_env",
+  });
+
+const channelCommon = {
+  name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ and -"),
+  enabled: z.boolean().default(true),
+  min_severity: severity.default("warning"),
+  /** Send a short "recovered" message on resolve (channels with a lifecycle always get the resolve). */
+  resolve_messages: z.boolean().default(true),
+  /** At most `count` deliveries per `per` for this channel; the rest are dropped and counted. */
+  rate_limit: z
+    .strictObject({ count: z.number().int().min(1).default(6), per: duration.prefault("1h") })
+    .prefault({}),
+  /** After an alert for a tree, further non-critical alerts for the same tree wait this long. */
+  quiet_window: duration.prefault("10m"),
+};
+
+const desktopChannel = z.strictObject({
+  ...channelCommon,
+  type: z.literal("desktop"),
+  /** notify-send binary; the router runs it with the session D-Bus from the environment. */
+  command: z.string().default("notify-send"),
+  app_name: z.string().default("stallguard"),
+});
+
+const webhookChannel = z
+  .strictObject({
+    ...channelCommon,
+    type: z.literal("webhook"),
+    /** Body shape: generic JSON, ntfy (JSON publish) or Slack-compatible ({text}). */
+    format: z.enum(["json", "ntfy", "slack"]).default("json"),
+    url: publicUrl.optional(),
+    url_env: envName.optional(),
+    /** Optional bearer token, read from this environment variable. */
+    token_env: envName.optional(),
+    /** ntfy topic (ntfy format only). */
+    topic: z.string().optional(),
+  })
+  .refine((c) => (c.url === undefined) !== (c.url_env === undefined), {
+    message: "set exactly one of url or url_env",
+    path: ["url"],
+  });
+
+const pagerdutyChannel = z.strictObject({
+  ...channelCommon,
+  type: z.literal("pagerduty"),
+  routing_key_env: envName,
+  events_url: z.url({ protocol: /^https?$/ }).default("https://events.pagerduty.com/v2/enqueue"),
+  min_severity: severity.default("critical"),
+});
+
+export const channelSchema = z.discriminatedUnion("type", [desktopChannel, webhookChannel, pagerdutyChannel]);
+export type ChannelConfig = z.infer<typeof channelSchema>;
+
+const modeSchema = z.enum(["warn", "auto_compact", "auto_limit_context", "auto_recover"]);
+export type Mode = z.infer<typeof modeSchema>;
+
+const DEFAULT_TEST_COMMANDS = [
+  "^(python3?\\s+-m\\s+)?(pytest|py\\.test|unittest|tox|nox)\\b",
+  "^python3?\\s+\\S*(test|tests|runtests)\\S*\\.py\\b",
+  "^(npm|pnpm|yarn|bun)\\s+(run\\s+)?(test|lint|check|typecheck)\\b",
+  "^(npx\\s+)?(vitest|jest|mocha|ava|tsc|eslint|biome|prettier\\s+--check)\\b",
+  "^(go|cargo|deno|bun)\\s+(test|vet|clippy|check)\\b",
+  "^make\\s+(test|check|lint)\\b",
+  "^(ruff|mypy|pyright|flake8|pylint|black\\s+--check|shellcheck|rspec|phpunit|ctest)\\b",
+  "^(mvn|gradle|\\./gradlew|\\./mvnw)\\s+(test|check|verify)\\b",
+];
+
+const progressSchema = z.strictObject({
+  mode: modeSchema.default("warn"),
+  /** Agents that never land a change by design: judged on target novelty and failure streaks. */
+  read_only_agents: z
+    .array(z.string().regex(/^[a-z0-9_-]{1,64}$/))
+    .default(["explore", "librarian", "oracle", "metis", "momus", "multimodal-looker"]),
+  /** Regexes (against a bash command with env assignments removed) that mark a test or lint run. */
+  test_commands: z.array(regexSource).default(DEFAULT_TEST_COMMANDS),
+  /** Texts that mark an injected continuation turn, besides synthetic parts. */
+  continuation_markers: z
+    .array(z.string().min(1))
+    .default(["[SYSTEM DIRECTIVE: OH-MY-OPENCODE", "<!-- OMO_INTERNAL_INITIATOR -->"]),
+  /** A second detection in the same tree within this window is stage 2 (auto_recover). */
+  recover_window: duration.prefault("60m"),
+  /** Recoveries per tree per recover_window before the hard stop. Owner decision: 2. */
+  max_recoveries: z.number().int().min(0).max(20).default(2),
+  /** auto_limit_context: the context cap, in prompt tokens. Owner decision: 200,000. */
+  context_cap: z.number().int().min(1000).default(200_000),
+  /** How the gate answers a refused conversation. */
+  refusal: z
+    .strictObject({
+      status: z.number().int().min(400).max(599).default(429),
+      /** Seconds for a retry-after header; null sends none. */
+      retry_after_s: z.number().int().min(0).max(86_400).nullable().default(null),
+    })
+    .prefault({}),
+  /** How often a plugin sends its heartbeat; a plugin silent for 3 heartbeats is gone. */
+  heartbeat: duration.prefault("60s"),
+  /** Progress events, verdict history and request records older than this are pruned. */
+  retention: duration.prefault("7d"),
+});
+
+const thresholdsSchema = z.strictObject({
+  /** Rolling window: the last N tool events of a session. */
+  window: z.number().int().min(10).max(1000).default(60),
+  /** Duplicate shares are not judged before a session has this many calls in its window. */
+  min_calls: z.number().int().min(1).max(1000).default(8),
+  /** Stalling needs no landed change for this many turns or this many dollars... */
+  stall_turns: z.number().int().min(1).default(4),
+  stall_usd: z.number().min(0).default(1),
+  /** ...and looping the same at these higher values. */
+  loop_turns: z.number().int().min(1).default(20),
+  loop_usd: z.number().min(0).default(3),
+  /** Normalized-duplicate share in the window. */
+  dup_warn: z.number().min(0).max(1).default(0.4),
+  dup_loop: z.number().min(0).max(1).default(0.4),
+  /** Consecutive failures of one normalized call. */
+  fail_warn: z.number().int().min(1).default(4),
+  fail_loop: z.number().int().min(1).default(8),
+  /** Changes in the window that only repeated or undid an earlier landed change. */
+  flip_warn: z.number().int().min(1).default(3),
+  flip_loop: z.number().int().min(1).default(6),
+  /** Count of the most repeated normalized call in the window (TOP_MIN). */
+  top_warn: z.number().int().min(2).default(6),
+  top_loop: z.number().int().min(2).default(20),
+  /** The same for read-only agents (TOP_MIN_RO). */
+  top_ro_warn: z.number().int().min(2).default(8),
+  top_ro_loop: z.number().int().min(2).default(16),
+  /** Whole-session rule: one exact call repeated this often with nothing landed since (CUM_MIN). */
+  cum_warn: z.number().int().min(2).default(15),
+  cum_loop: z.number().int().min(2).default(25),
+  /** Read-only agents: new targets per call over a full window below this is stalling. */
+  novelty_ro_warn: z.number().min(0).max(1).default(0.1),
+  /** Injected continuation turns since landed that count as a duplicate-side signal. */
+  continuation_warn: z.number().int().min(1).default(3),
+  /** The plain ceiling, no duplicates needed: stalling at this many turns or dollars since landed. */
+  ceiling_turns: z.number().int().min(1).default(300),
+  ceiling_usd: z.number().min(0).default(10),
+});
+export type Thresholds = z.infer<typeof thresholdsSchema>;
+
+const watchdogSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  interval: duration.prefault("5m"),
+  local_llm_enabled: z.boolean().default(true),
+  /** Model for the second opinion; null means verification.model. */
+  model: z.string().nullable().default(null),
+  /** null means progress.read_only_agents. */
+  read_only_agents: z
+    .array(z.string().regex(/^[a-z0-9_-]{1,64}$/))
+    .nullable()
+    .default(null),
+  /** opencode server URLs to watch besides those in rc-servers.json. */
+  servers: z.array(z.url({ protocol: /^https?$/ })).default([]),
+  /** Per-request timeout against opencode and the local model. */
+  timeout: duration.prefault("5s"),
+  /** Sessions updated within this long before a tick are checked on the first tick. */
+  lookback: duration.prefault("30m"),
+});
+
+const pricesSchema = z.record(
+  z.string(),
+  z.strictObject({
+    /** Dollars per million tokens. */
+    prompt: z.number().min(0),
+    completion: z.number().min(0),
+    cached: z.number().min(0).optional(),
+  }),
+);
+
+const serverSchema = z.strictObject({
+  host: z.string().default("127.0.0.1"),
+  port: portNumber.default(4870),
+  /** SQLite file; null means $XDG_STATE_HOME/stallguard/stallguard.db. */
+  db: z.string().nullable().default(null),
+  /** The upstream's OpenAI base URL, ending in /v1; null disables the gate's proxy. */
+  upstream: z
+    .url({ protocol: /^https?$/ })
+    .nullable()
+    .default(null),
+  upstream_api_key_env: envName.nullable().default(null),
+  /** Cap on a /progress body. */
+  max_progress_bytes: z.number().int().min(1024).default(65_536),
+  /** Cap on a proxied request body. */
+  max_proxy_bytes: z
+    .number()
+    .int()
+    .min(1024)
+    .default(50 * 1024 * 1024),
+  upstream_timeout: duration.prefault("10m"),
+});
+
+const breakerSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  min_sessions: z.number().int().min(1).default(3),
+  window: duration.prefault("60m"),
+  /** The model's stall rate must be at least this many times the other models' rate. */
+  rate_ratio: z.number().min(1).default(3),
+  /** Sessions the model served in the window, below which it is never tripped. */
+  min_traffic: z.number().int().min(1).default(3),
+  cooldown: duration.prefault("15m"),
+  /** Each re-trip multiplies the cooldown by this, up to max_cooldown. */
+  backoff: z.number().min(1).default(2),
+  max_cooldown: duration.prefault("4h"),
+  /** model -> fallback model; provider prefix ("openrouter/") -> fallback model. */
+  fallbacks: z.record(z.string(), z.string()).default({}),
+});
+
+const notificationsSchema = z.strictObject({
+  queue_size: z.number().int().min(1).max(10_000).default(200),
+  timeout: duration.prefault("5s"),
+  channels: z
+    .array(channelSchema)
+    .prefault([{ name: "desktop", type: "desktop" }])
+    .refine((list) => new Set(list.map((c) => c.name)).size === list.length, {
+      message: "channel names must be unique",
+    }),
+});
+
+const pluginSchema = z.strictObject({
+  /** Where the plugin reports; STALLGUARD_URL overrides. */
+  router_url: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:4870"),
+  token_env: envName.default("STALLGUARD_TOKEN"),
+  timeout: duration.prefault("500ms"),
+  queue_size: z.number().int().min(1).max(1000).default(50),
+  /** Idle sessions are evicted from the plugin's memory after this long. */
+  idle_evict: duration.prefault("2h"),
+  max_sessions: z.number().int().min(1).max(100_000).default(500),
+  toasts: z.boolean().default(true),
+});
+
+export const configSchema = z.strictObject({
+  server: serverSchema.prefault({}),
+  prices: pricesSchema.default({}),
+  progress: progressSchema.prefault({}),
+  thresholds: thresholdsSchema.prefault({}),
+  watchdog: watchdogSchema.prefault({}),
+  verification: z
+    .strictObject({
+      model: z.string().default("qwen2.5-coder:14b"),
+      base_url: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:11434"),
+    })
+    .prefault({}),
+  local_compute: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
+  notifications: notificationsSchema.prefault({}),
+  breaker: breakerSchema.prefault({}),
+  plugin: pluginSchema.prefault({}),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+
+/** One problem in a config source, with the dotted key path it sits at. */
+export interface ConfigIssue {
+  source: string;
+  path: string;
+  message: string;
+}
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; issues: ConfigIssue[] };
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Deep-merges plain objects; arrays and scalars in `over` replace those in `base`. */
+export function mergeLayers(base: unknown, over: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = k in base ? mergeLayers(base[k], v) : v;
+  return out;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return (
+    path
+      .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
+      .join(".")
+      .replace(/\.\[/g, "[") || "(root)"
+  );
+}
+
+/** Parses one YAML layer into a plain object, or issues. An empty document is an empty layer. */
+export function parseYamlLayer(
+  text: string,
+  source: string,
+): { ok: true; value: Record<string, unknown> } | { ok: false; issues: ConfigIssue[] } {
+  let value: unknown;
+  try {
+    value = parseYaml(text, { strict: true, uniqueKeys: true });
+  } catch (err) {
+    return {
+      ok: false,
+      issues: [{ source, path: "(root)", message: `invalid YAML: ${(err as Error).message}` }],
+    };
+  }
+  if (value === null || value === undefined) return { ok: true, value: {} };
+  if (!isPlainObject(value))
+    return { ok: false, issues: [{ source, path: "(root)", message: "must be a mapping" }] };
+  return { ok: true, value };
+}
+
+/** Validates merged layers against the strict schema. */
+export function validateConfig(value: unknown, source = "config"): ConfigResult {
+  const parsed = configSchema.safeParse(value);
+  if (parsed.success) return { ok: true, config: parsed.data };
+  return {
+    ok: false,
+    issues: parsed.error.issues.flatMap((i) =>
+      i.code === "unrecognized_keys"
+        ? i.keys.map((k) => ({ source, path: formatPath([...i.path, k]), message: "unknown key" }))
+        : [{ source, path: formatPath(i.path), message: i.message }],
+    ),
+  };
+}
+
+/**
+ * Parses config layers in order (defaults file, local overrides, then any
+ * further layers such as admin overrides). Each layer is validated on its own
+ * first so an error names the file it came from.
+ */
+export function parseConfig(
+  layers: Array<{ source: string; text: string } | { source: string; value: unknown }>,
+): ConfigResult {
+  let merged: unknown = {};
+  for (const layer of layers) {
+    let value: unknown;
+    if ("text" in layer) {
+      const r = parseYamlLayer(layer.text, layer.source);
+      if (!r.ok) return r;
+      value = r.value;
+    } else {
+      value = layer.value;
+    }
+    const alone = validateConfig(value, layer.source);
+    if (!alone.ok) return alone;
+    merged = mergeLayers(merged, value);
+  }
+  return validateConfig(merged, layers.map((l) => l.source).join(" + ") || "defaults");
+}
+
+/** Renders issues as lines such as `config/config.local.yaml: thresholds.dup_warn: Too big: ...`. */
+export function formatConfigIssues(issues: ConfigIssue[]): string {
+  return issues.map((i) => `${i.source}: ${i.path}: ${i.message}`).join("\n");
+}
+
+/** The read-only agent list the watchdog uses. */
+export function watchdogReadOnlyAgents(config: Config): string[] {
+  return config.watchdog.read_only_agents ?? config.progress.read_only_agents;
+}
+
+/** The model the watchdog asks for a second opinion. */
+export function watchdogModel(config: Config): string {
+  return config.watchdog.model ?? config.verification.model;
+}

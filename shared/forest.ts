@@ -1,0 +1,207 @@
+// Many sessions at once, with children rolled up into their ancestors by
+// parent id: a child's landed change, turns and spend count for every
+// ancestor. Returns only verdict transitions, never a verdict per call.
+import type { Policy } from "./policy.ts";
+import { SessionTracker } from "./session-tracker.ts";
+import type { FlagReason, Observation, Signals, ToolEvent, Verdict } from "./types.ts";
+
+export interface VerdictChange {
+  sessionId: string;
+  parentId: string | null;
+  rootId: string;
+  agent: string;
+  previous: Verdict;
+  verdict: Verdict;
+  reason: FlagReason | null;
+  signals: Signals;
+  at: number;
+}
+
+export interface ObserveResult {
+  /** The tool event, when the observation was a tool call. */
+  event: ToolEvent | null;
+  changes: VerdictChange[];
+}
+
+export interface ForestOptions {
+  /** At most this many sessions are kept; the least recently active are evicted first. */
+  maxSessions?: number;
+}
+
+const MAX_DEPTH = 32;
+
+export class SessionForest {
+  private readonly trackers = new Map<string, SessionTracker>();
+  private readonly parents = new Map<string, string | null>();
+  private readonly maxSessions: number;
+
+  constructor(
+    private readonly policy: Policy,
+    opts: ForestOptions = {},
+  ) {
+    this.maxSessions = opts.maxSessions ?? 10_000;
+  }
+
+  get size(): number {
+    return this.trackers.size;
+  }
+
+  get(sessionId: string): SessionTracker | undefined {
+    return this.trackers.get(sessionId);
+  }
+
+  ids(): string[] {
+    return [...this.trackers.keys()];
+  }
+
+  /** Records a parent link (from session.created events or a session lookup). */
+  setParent(sessionId: string, parentId: string | null): void {
+    if (parentId === sessionId) return;
+    this.parents.set(sessionId, parentId);
+    const t = this.trackers.get(sessionId);
+    if (t && parentId) t.parentId = parentId;
+    if (this.parents.size > this.maxSessions * 4) {
+      const oldest = this.parents.keys().next();
+      if (!oldest.done) this.parents.delete(oldest.value);
+    }
+  }
+
+  parentOf(sessionId: string): string | null {
+    return this.parents.get(sessionId) ?? this.trackers.get(sessionId)?.parentId ?? null;
+  }
+
+  /** Ancestors nearest first, guarded against cycles. */
+  ancestors(sessionId: string): string[] {
+    const out: string[] = [];
+    const seen = new Set([sessionId]);
+    let cur = this.parentOf(sessionId);
+    while (cur && !seen.has(cur) && out.length < MAX_DEPTH) {
+      out.push(cur);
+      seen.add(cur);
+      cur = this.parentOf(cur);
+    }
+    return out;
+  }
+
+  rootOf(sessionId: string): string {
+    const up = this.ancestors(sessionId);
+    return up[up.length - 1] ?? sessionId;
+  }
+
+  private tracker(sessionId: string, parentId: string | null, agent: string | undefined): SessionTracker {
+    let t = this.trackers.get(sessionId);
+    if (!t) {
+      t = new SessionTracker(
+        sessionId,
+        parentId ?? this.parents.get(sessionId) ?? null,
+        agent || "unknown",
+        this.policy,
+      );
+      this.trackers.set(sessionId, t);
+      if (this.trackers.size > this.maxSessions) this.evictOldest();
+    }
+    if (parentId && !t.parentId) t.parentId = parentId;
+    if (parentId && !this.parents.has(sessionId)) this.setParent(sessionId, parentId);
+    if (agent && agent !== "unknown" && agent !== t.agent) t.agent = agent;
+    return t;
+  }
+
+  private evictOldest(): void {
+    let oldest: SessionTracker | null = null;
+    for (const t of this.trackers.values()) if (!oldest || t.lastActivity < oldest.lastActivity) oldest = t;
+    if (oldest) this.trackers.delete(oldest.id);
+  }
+
+  /** Drops sessions idle since before `cutoff`; returns their ids. */
+  evictIdle(cutoff: number): string[] {
+    const gone: string[] = [];
+    for (const t of this.trackers.values()) {
+      if (t.lastActivity < cutoff) {
+        this.trackers.delete(t.id);
+        gone.push(t.id);
+      }
+    }
+    return gone;
+  }
+
+  private ancestorTrackers(sessionId: string): SessionTracker[] {
+    return this.ancestors(sessionId)
+      .map((id) => this.trackers.get(id))
+      .filter((t): t is SessionTracker => t !== undefined);
+  }
+
+  observe(obs: Observation): ObserveResult {
+    let event: ToolEvent | null = null;
+    let sessionId: string;
+    let at: number;
+    switch (obs.kind) {
+      case "tool": {
+        const t = this.tracker(obs.call.sessionId, obs.call.parentId, obs.call.agent);
+        event = t.recordCall(obs.call);
+        if (event.landed) for (const a of this.ancestorTrackers(t.id)) a.descendantLanded(event.time);
+        sessionId = t.id;
+        at = obs.call.time;
+        break;
+      }
+      case "turn": {
+        const t = this.tracker(obs.sessionId, obs.parentId, obs.agent);
+        t.recordTurn(obs);
+        for (const a of this.ancestorTrackers(t.id)) a.descendantTurn();
+        sessionId = t.id;
+        at = obs.time;
+        break;
+      }
+      case "usage": {
+        const t = this.tracker(obs.sessionId, null, undefined);
+        if (t.recordUsage(obs)) {
+          for (const a of this.ancestorTrackers(t.id)) a.descendantUsage(obs.costUsd, obs.promptTokens);
+        }
+        sessionId = t.id;
+        at = obs.time;
+        break;
+      }
+      case "user": {
+        const t = this.tracker(obs.sessionId, obs.parentId, obs.agent);
+        t.recordUser(obs);
+        sessionId = t.id;
+        at = obs.time;
+        break;
+      }
+      case "compaction": {
+        const t = this.tracker(obs.sessionId, null, undefined);
+        t.recordCompaction(obs.time);
+        sessionId = t.id;
+        at = obs.time;
+        break;
+      }
+    }
+    return { event, changes: this.reevaluate(sessionId, at) };
+  }
+
+  /** Re-judges a session and its ancestors; returns the ones whose verdict changed. */
+  reevaluate(sessionId: string, at: number): VerdictChange[] {
+    const changes: VerdictChange[] = [];
+    const rootId = this.rootOf(sessionId);
+    for (const id of [sessionId, ...this.ancestors(sessionId)]) {
+      const t = this.trackers.get(id);
+      if (!t) continue;
+      const signals = t.signals();
+      const j = t.evaluate(signals);
+      if (j.verdict !== t.lastVerdict.verdict) {
+        changes.push({
+          sessionId: id,
+          parentId: this.parentOf(id),
+          rootId,
+          agent: t.agent,
+          previous: t.lastVerdict.verdict,
+          verdict: j.verdict,
+          reason: j.reason,
+          signals,
+          at,
+        });
+      }
+      t.lastVerdict = j;
+    }
+    return changes;
+  }
+}

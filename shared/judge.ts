@@ -1,0 +1,83 @@
+// The verdict for one moment of one session, from its signals alone. Both
+// conditions have to hold: no landed change for a while AND a repetition
+// signal. The plain ceiling and the whole-session rule are separate.
+import type { Thresholds } from "./config.ts";
+import type { FlagReason, Judgement, Signals } from "./types.ts";
+
+interface Level {
+  turns: number;
+  usd: number;
+  dup: number;
+  fail: number;
+  top: number;
+  flip: number;
+}
+
+/** The repetition signal that holds at this level, in order of how telling it is. */
+function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
+  if (s.failStreak >= lvl.fail) return "fail_streak";
+  if (s.flipFlops >= lvl.flip) return "flip_flop";
+  if (s.topRepeat && s.topRepeat.count >= lvl.top) return "repeat_target";
+  if (s.windowSize >= t.min_calls && s.ndupShare >= lvl.dup) return "duplicates";
+  if (s.injectedSinceLanded >= t.continuation_warn) return "continuations";
+  return null;
+}
+
+/** Turns since landed, or calls where no turns were observed (a source without request records). */
+export function sinceLanded(s: Signals): number {
+  return s.turns > 0 ? s.turnsSinceLanded : s.callsSinceLanded;
+}
+
+function judgeWorker(s: Signals, t: Thresholds): Judgement {
+  const since = sinceLanded(s);
+  const usd = s.usdSinceLanded;
+  const loopLvl = {
+    turns: t.loop_turns,
+    usd: t.loop_usd,
+    dup: t.dup_loop,
+    fail: t.fail_loop,
+    top: t.top_loop,
+    flip: t.flip_loop,
+  };
+  const warnLvl = {
+    turns: t.stall_turns,
+    usd: t.stall_usd,
+    dup: t.dup_warn,
+    fail: t.fail_warn,
+    top: t.top_warn,
+    flip: t.flip_warn,
+  };
+  const stalled = (lvl: Level) => since >= lvl.turns || (lvl.usd > 0 && usd >= lvl.usd);
+  if (stalled(loopLvl)) {
+    const why = repetition(s, t, loopLvl);
+    if (why) return { verdict: "looping", reason: why };
+  }
+  if (s.cumRepeat && s.cumRepeat.count >= t.cum_loop) return { verdict: "looping", reason: "whole_session" };
+  if (stalled(warnLvl)) {
+    const why = repetition(s, t, warnLvl);
+    if (why) return { verdict: "stalling", reason: why };
+  }
+  if (s.cumRepeat && s.cumRepeat.count >= t.cum_warn) return { verdict: "stalling", reason: "whole_session" };
+  if (since >= t.ceiling_turns || (t.ceiling_usd > 0 && usd >= t.ceiling_usd))
+    return { verdict: "stalling", reason: "ceiling" };
+  return { verdict: "ok", reason: null };
+}
+
+/** Read-only agents never land by design: judged on repeats, failures and target novelty. */
+function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
+  const top = s.topRepeat?.count ?? 0;
+  if (s.failStreak >= t.fail_loop) return { verdict: "looping", reason: "read_only_failures" };
+  if (top >= t.top_ro_loop) return { verdict: "looping", reason: "read_only_repeat" };
+  if (s.cumRepeat && s.cumRepeat.count >= t.cum_loop) return { verdict: "looping", reason: "whole_session" };
+  if (s.failStreak >= t.fail_warn) return { verdict: "stalling", reason: "read_only_failures" };
+  if (top >= t.top_ro_warn) return { verdict: "stalling", reason: "read_only_repeat" };
+  if (s.cumRepeat && s.cumRepeat.count >= t.cum_warn) return { verdict: "stalling", reason: "whole_session" };
+  if (s.windowSize >= t.window && s.novelty < t.novelty_ro_warn)
+    return { verdict: "stalling", reason: "read_only_novelty" };
+  if (s.callsSinceNovel >= t.ceiling_turns) return { verdict: "stalling", reason: "ceiling" };
+  return { verdict: "ok", reason: null };
+}
+
+export function judge(s: Signals, t: Thresholds): Judgement {
+  return s.readOnly ? judgeReadOnly(s, t) : judgeWorker(s, t);
+}

@@ -1,0 +1,343 @@
+// One session's rolling state: the last N tool events with incremental counts,
+// what landed, what repeats. Memory is bounded however long the session runs:
+// the window holds N slots, every other map is capped.
+import { BoundedMap } from "./bounded-map.ts";
+import { writeChange } from "./change.ts";
+import { judge } from "./judge.ts";
+import type { Policy } from "./policy.ts";
+import { TopK } from "./top-k.ts";
+import {
+  type Judgement,
+  type RepeatInfo,
+  type Signals,
+  type ToolCall,
+  type ToolEvent,
+  type TurnObservation,
+  type UsageObservation,
+  type UserObservation,
+  VERDICT_RANK,
+} from "./types.ts";
+
+interface Slot {
+  seq: number;
+  fp: string;
+  nfp: string;
+  targetKey: string;
+  tool: string;
+  target: string;
+  failed: boolean;
+  novel: boolean;
+  reverted: boolean;
+  change: string | null;
+}
+
+interface Label {
+  tool: string;
+  target: string;
+}
+
+const ABSENT = "absent";
+/** Consecutive novel, successful calls that clear a read-only agent's flag. */
+const RO_CLEAR_RUN = 5;
+
+function bump(map: Map<string, number>, key: string, by: number): void {
+  const n = (map.get(key) ?? 0) + by;
+  if (n <= 0) map.delete(key);
+  else map.set(key, n);
+}
+
+export class SessionTracker {
+  parentId: string | null;
+  agent: string;
+  lastActivity = 0;
+  /** The verdict last handed out by evaluate(), for transition detection by the owner. */
+  lastVerdict: Judgement = { verdict: "ok", reason: null };
+
+  private readonly ring: Array<Slot | undefined>;
+  private head = 0;
+  private size = 0;
+  private seq = 0;
+  private readonly fpCount = new Map<string, number>();
+  private readonly nfpCount = new Map<string, number>();
+  private readonly targetCount = new Map<string, number>();
+  private readonly labels = new Map<string, Label>();
+  private readonly streaks = new Map<string, number>();
+  private readonly landedChanges = new Map<string, number>();
+  private readonly testFailed = new BoundedMap<string, boolean>(256);
+  private readonly writeContent = new BoundedMap<string, string>(256);
+  private readonly seenTargets = new BoundedMap<string, true>(4096);
+  private readonly usageSeen = new BoundedMap<string, true>(256);
+  private readonly cumSinceLanded = new TopK<Label>(32);
+  private readonly sessionTop = new TopK<Label>(32);
+  private novelInWindow = 0;
+  private revertedInWindow = 0;
+
+  private calls = 0;
+  private landed = 0;
+  private turns = 0;
+  private failures = 0;
+  private callsSinceLanded = 0;
+  private turnsSinceLanded = 0;
+  private usdSinceLanded = 0;
+  private promptTokensSinceLanded = 0;
+  private usdTotal = 0;
+  private contextTokens = 0;
+  private maxContextTokens = 0;
+  private injectedSinceLanded = 0;
+  private injectedTotal = 0;
+  private compactions = 0;
+  private callsSinceNovel = 0;
+  private novelRun = 0;
+  private lastLandedAt: number | null = null;
+  private sticky: Judgement = { verdict: "ok", reason: null };
+
+  constructor(
+    readonly id: string,
+    parentId: string | null,
+    agent: string,
+    private readonly policy: Policy,
+  ) {
+    this.parentId = parentId;
+    this.agent = agent;
+    this.ring = new Array(policy.thresholds.window);
+  }
+
+  get readOnly(): boolean {
+    return this.policy.readOnlyAgents.has(this.agent);
+  }
+
+  /** Records a finished tool call and decides whether it landed. */
+  recordCall(call: ToolCall): ToolEvent {
+    this.touch(call.time);
+    this.seq++;
+    const { landed, reverted, changeFp } = this.decideLanded(call);
+    const targetKey = `${call.tool}\u0000${call.target}`;
+    const novel = !this.seenTargets.has(targetKey);
+    this.seenTargets.set(targetKey, true);
+
+    this.push({
+      seq: this.seq,
+      fp: call.fp,
+      nfp: call.nfp,
+      targetKey,
+      tool: call.tool,
+      target: call.target,
+      failed: call.failed,
+      novel,
+      reverted,
+      change: landed ? changeFp : null,
+    });
+    if (call.failed) this.streaks.set(call.nfp, (this.streaks.get(call.nfp) ?? 0) + 1);
+    else this.streaks.delete(call.nfp);
+
+    this.calls++;
+    if (call.failed) this.failures++;
+    this.callsSinceNovel = novel ? 0 : this.callsSinceNovel + 1;
+    this.novelRun = novel && !call.failed ? this.novelRun + 1 : 0;
+    const label = { tool: call.tool, target: call.target };
+    this.sessionTop.add(call.nfp, label);
+    if (landed) {
+      this.landed++;
+      this.markLanded(call.time);
+    } else {
+      this.callsSinceLanded++;
+      this.cumSinceLanded.add(call.fp, label);
+    }
+    return { ...call, landed, reverted, novel };
+  }
+
+  private decideLanded(call: ToolCall): { landed: boolean; reverted: boolean; changeFp: string | null } {
+    const no = { landed: false, reverted: false, changeFp: null };
+    if (call.effect === "test") {
+      // A fix landed only when a test passes after the same call last failed.
+      const failedBefore = this.testFailed.get(call.fp) === true;
+      this.testFailed.set(call.fp, call.failed);
+      return { landed: !call.failed && failedBefore, reverted: false, changeFp: null };
+    }
+    if (call.failed) return no;
+    if (call.effect === "commit") return { landed: true, reverted: false, changeFp: null };
+    if (call.effect !== "change") return no;
+    let change = call.change;
+    if (call.write) {
+      const w = call.write;
+      const prior =
+        w.prior !== undefined
+          ? (w.prior ?? ABSENT)
+          : (this.writeContent.get(w.path) ?? (w.existed === false ? ABSENT : undefined));
+      this.writeContent.set(w.path, w.content);
+      if (prior === w.content) return no;
+      change = writeChange(w.path, prior ?? "unknown", w.content);
+    }
+    if (!change) return no;
+    // A change that repeats or undoes one already landed in the window is no net progress.
+    if (this.landedChanges.has(change.fwd) || this.landedChanges.has(change.rev)) {
+      return { landed: false, reverted: true, changeFp: null };
+    }
+    this.landedChanges.set(change.fwd, this.seq);
+    return { landed: true, reverted: false, changeFp: change.fwd };
+  }
+
+  private push(slot: Slot): void {
+    const cap = this.ring.length;
+    if (this.size === cap) {
+      const old = this.ring[this.head] as Slot;
+      bump(this.fpCount, old.fp, -1);
+      bump(this.nfpCount, old.nfp, -1);
+      bump(this.targetCount, old.targetKey, -1);
+      if (!this.nfpCount.has(old.nfp)) {
+        this.streaks.delete(old.nfp);
+        this.labels.delete(old.nfp);
+      }
+      if (old.novel) this.novelInWindow--;
+      if (old.reverted) this.revertedInWindow--;
+      if (old.change && this.landedChanges.get(old.change) === old.seq) this.landedChanges.delete(old.change);
+    } else {
+      this.size++;
+    }
+    this.ring[this.head] = slot;
+    this.head = (this.head + 1) % cap;
+    bump(this.fpCount, slot.fp, 1);
+    bump(this.nfpCount, slot.nfp, 1);
+    bump(this.targetCount, slot.targetKey, 1);
+    this.labels.set(slot.nfp, { tool: slot.tool, target: slot.target });
+    if (slot.novel) this.novelInWindow++;
+    if (slot.reverted) this.revertedInWindow++;
+  }
+
+  private markLanded(time: number): void {
+    this.lastLandedAt = time;
+    this.callsSinceLanded = 0;
+    this.turnsSinceLanded = 0;
+    this.usdSinceLanded = 0;
+    this.promptTokensSinceLanded = 0;
+    this.injectedSinceLanded = 0;
+    this.cumSinceLanded.clear();
+    if (!this.readOnly) this.sticky = { verdict: "ok", reason: null };
+  }
+
+  /** A descendant session landed a change: an orchestrator's progress is its workers'. */
+  descendantLanded(time: number): void {
+    this.markLanded(time);
+  }
+
+  recordTurn(turn: TurnObservation): void {
+    this.touch(turn.time);
+    this.turns++;
+    this.turnsSinceLanded++;
+  }
+
+  descendantTurn(): void {
+    this.turnsSinceLanded++;
+  }
+
+  /** Returns false for a message already counted (usage arrives again on updates). */
+  recordUsage(u: UsageObservation): boolean {
+    if (this.usageSeen.has(u.messageId)) return false;
+    this.usageSeen.set(u.messageId, true);
+    this.touch(u.time);
+    this.addSpend(u.costUsd, u.promptTokens);
+    this.usdTotal += u.costUsd;
+    if (u.contextTokens > 0) {
+      this.contextTokens = u.contextTokens;
+      this.maxContextTokens = Math.max(this.maxContextTokens, u.contextTokens);
+    }
+    return true;
+  }
+
+  descendantUsage(costUsd: number, promptTokens: number): void {
+    this.addSpend(costUsd, promptTokens);
+  }
+
+  private addSpend(costUsd: number, promptTokens: number): void {
+    this.usdSinceLanded += costUsd;
+    this.promptTokensSinceLanded += promptTokens;
+  }
+
+  recordUser(u: UserObservation): void {
+    this.touch(u.time);
+    if (u.injected) {
+      this.injectedSinceLanded++;
+      this.injectedTotal++;
+    }
+  }
+
+  recordCompaction(time: number): void {
+    this.touch(time);
+    this.compactions++;
+  }
+
+  private touch(time: number): void {
+    if (time > this.lastActivity) this.lastActivity = time;
+  }
+
+  private maxOf(map: Map<string, number>): [string, number] | null {
+    let best: [string, number] | null = null;
+    for (const entry of map) if (!best || entry[1] > best[1]) best = entry;
+    return best;
+  }
+
+  signals(): Signals {
+    const n = this.size;
+    const topTarget = this.maxOf(this.targetCount);
+    const topNfp = this.maxOf(this.nfpCount);
+    const streak = this.maxOf(this.streaks);
+    const cum = this.cumSinceLanded.max();
+    const labelOf = (key: string | undefined): Label | undefined => (key ? this.labels.get(key) : undefined);
+    const topLabel = labelOf(topNfp?.[0]);
+    const repeat = (label: Label | undefined, count: number): RepeatInfo | null =>
+      label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
+    return {
+      calls: this.calls,
+      landed: this.landed,
+      turns: this.turns,
+      failures: this.failures,
+      callsSinceLanded: this.callsSinceLanded,
+      turnsSinceLanded: this.turnsSinceLanded,
+      usdSinceLanded: this.usdSinceLanded,
+      promptTokensSinceLanded: this.promptTokensSinceLanded,
+      usdTotal: this.usdTotal,
+      windowSize: n,
+      dupShare: n ? 1 - this.fpCount.size / n : 0,
+      ndupShare: n ? 1 - this.nfpCount.size / n : 0,
+      failStreak: streak?.[1] ?? 0,
+      failTarget: streak ? (labelOf(streak[0])?.target ?? null) : null,
+      contextTokens: this.contextTokens,
+      maxContextTokens: this.maxContextTokens,
+      topTarget: topTarget ? (topTarget[0].split("\u0000")[1] ?? null) : null,
+      topTargetCount: topTarget?.[1] ?? 0,
+      topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
+      cumRepeat: cum ? repeat(cum.label, cum.count) : null,
+      mostRepeated: this.sessionTop
+        .top(3)
+        .filter((e) => e.count > 1)
+        .map((e) => ({ tool: e.label.tool, target: e.label.target, count: e.count })),
+      novelty: n ? this.novelInWindow / n : 1,
+      callsSinceNovel: this.callsSinceNovel,
+      injectedSinceLanded: this.injectedSinceLanded,
+      injectedTotal: this.injectedTotal,
+      flipFlops: this.revertedInWindow,
+      compactions: this.compactions,
+      lastLandedAt: this.lastLandedAt,
+      readOnly: this.readOnly,
+    };
+  }
+
+  /**
+   * The verdict now. A flag sticks until something lands (for a read-only
+   * agent: until it explores new targets again), so a session that is still
+   * stuck does not flap between ok and stalling.
+   */
+  evaluate(signals: Signals = this.signals()): Judgement {
+    const now = judge(signals, this.policy.thresholds);
+    if (
+      this.readOnly &&
+      this.sticky.verdict !== "ok" &&
+      now.verdict === "ok" &&
+      this.novelRun >= RO_CLEAR_RUN
+    ) {
+      this.sticky = now;
+    }
+    if (VERDICT_RANK[now.verdict] > VERDICT_RANK[this.sticky.verdict]) this.sticky = now;
+    return this.sticky;
+  }
+}

@@ -1,0 +1,217 @@
+// Turns one finished tool call (tool name, arguments, metadata, status) into a
+// ToolCall: hashes, a coarse target and booleans. The arguments and output are
+// read here and dropped; nothing of them is kept but hashes.
+import {
+  commandNumbers,
+  commandTarget,
+  isCommitCommand,
+  isTestCommand,
+  referencedFiles,
+  segments,
+} from "./bash-command.ts";
+import { canonicalJson } from "./canonical-json.ts";
+import { diffChange, editChange } from "./change.ts";
+import { coarsePath } from "./coarse-path.ts";
+import { sha256, shortHash } from "./hash.ts";
+import type { Effect, ToolCall } from "./types.ts";
+
+export interface CallContext {
+  sessionId: string;
+  parentId: string | null;
+  agent: string;
+  time: number;
+  /** The session's working directory, so targets are relative to it. */
+  directory?: string | null;
+  testPatterns: readonly RegExp[];
+  /** For write: the content hash of the file before the call, when the sensor read it (null: absent). */
+  writePrior?: string | null;
+}
+
+export interface RawToolCall {
+  tool: string;
+  callId: string;
+  args: unknown;
+  metadata: unknown;
+  status: "completed" | "error";
+}
+
+type Args = Record<string, unknown>;
+
+function str(v: unknown): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+function num(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+}
+function obj(v: unknown): Args {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Args) : {};
+}
+
+const READ_TOOLS = new Set(["read", "view", "cat"]);
+const EDIT_TOOLS = new Set(["edit", "multiedit", "str_replace", "replace"]);
+const WRITE_TOOLS = new Set(["write", "create"]);
+const PATCH_TOOLS = new Set(["apply_patch", "patch"]);
+const SEARCH_TOOLS = new Set(["grep", "glob", "find", "search", "codesearch", "list", "ls"]);
+
+function filePathOf(args: Args): string | undefined {
+  return str(args.filePath) ?? str(args.file_path) ?? str(args.path) ?? str(args.file);
+}
+
+/** Files named in an apply_patch text's headers, without reading its hunks. */
+export function patchFiles(patchText: string): string[] {
+  const out: string[] = [];
+  for (const m of patchText.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm))
+    out.push((m[1] as string).trim());
+  for (const m of patchText.matchAll(/^\+\+\+ (?:b\/)?(.+)$/gm))
+    if (m[1] !== "/dev/null") out.push((m[1] as string).trim());
+  return [...new Set(out)];
+}
+
+interface Shape {
+  target: string;
+  key: string;
+}
+
+function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape {
+  const t = tool.toLowerCase();
+  const rel = (p: string) => coarsePath(p, ctx.directory);
+  if (t === "bash" || t === "shell") {
+    const command = str(args.command) ?? "";
+    const files = referencedFiles(command);
+    const nums = commandNumbers(command, files);
+    // Reworded commands over the same files and slice collapse to one key;
+    // without files, the whitespace-normalized command is the key.
+    const key = files.length
+      ? `bash|files:${files.join(",")}|nums:${nums.join(",")}`
+      : `bash|cmd:${segments(command)
+          .map((s) => s.join(" "))
+          .join(" ; ")}`;
+    return { target: commandTarget(command), key };
+  }
+  if (READ_TOOLS.has(t)) {
+    const p = rel(filePathOf(args) ?? "?");
+    // Sliced reading (offset/limit) is normal work: each slice is its own key.
+    return { target: p, key: `read|${p}|${num(args.offset) ?? ""}|${num(args.limit) ?? ""}` };
+  }
+  if (EDIT_TOOLS.has(t) || WRITE_TOOLS.has(t)) {
+    // Retries of an edit on one file change their text; the file is the key.
+    const p = rel(filePathOf(args) ?? "?");
+    return { target: p, key: `${EDIT_TOOLS.has(t) ? "edit" : "write"}|${p}` };
+  }
+  if (PATCH_TOOLS.has(t)) {
+    const metaFiles = Array.isArray(meta.files)
+      ? meta.files
+          .map((f) => str(obj(f).relativePath) ?? str(obj(f).filePath))
+          .filter((f): f is string => !!f)
+      : [];
+    const files = (
+      metaFiles.length ? metaFiles : patchFiles(str(args.patchText) ?? str(args.patch) ?? "")
+    ).map(rel);
+    const sorted = [...new Set(files)].sort();
+    const target =
+      sorted.length === 0
+        ? "(patch)"
+        : sorted.length === 1
+          ? (sorted[0] as string)
+          : `${sorted[0]} +${sorted.length - 1}`;
+    return { target, key: `patch|${sorted.join(",")}` };
+  }
+  if (SEARCH_TOOLS.has(t)) {
+    const p = rel(str(args.path) ?? str(args.directory) ?? ".");
+    const pattern = str(args.pattern) ?? str(args.query) ?? str(args.include) ?? "";
+    const include = str(args.include) ?? "";
+    return {
+      target: `${p} #${shortHash(pattern)}`,
+      key: `${t}|${p}|${sha256(`${pattern}\u0000${include}`)}`,
+    };
+  }
+  if (t === "task") {
+    const agent = str(args.subagent_type) ?? str(args.agent) ?? "task";
+    return { target: `agent:${agent}`, key: `task|${agent}|${sha256(canonicalJson(args))}` };
+  }
+  if (t === "todowrite" || t === "todoread")
+    return { target: "todos", key: `${t}|${sha256(canonicalJson(args))}` };
+  if (t === "webfetch" || t === "fetch") {
+    let host = "?";
+    try {
+      host = new URL(str(args.url) ?? "").hostname || "?";
+    } catch {
+      host = "?";
+    }
+    return { target: host, key: `webfetch|${sha256(str(args.url) ?? "")}` };
+  }
+  if (t === "skill")
+    return { target: `skill:${str(args.name) ?? "?"}`, key: `skill|${str(args.name) ?? ""}` };
+  return { target: tool.slice(0, 64), key: `${t}|${sha256(canonicalJson(args))}` };
+}
+
+function effectOf(
+  tool: string,
+  args: Args,
+  meta: Args,
+  status: RawToolCall["status"],
+  exit: number | null,
+  ctx: CallContext,
+) {
+  const t = tool.toLowerCase();
+  if (status !== "completed") return { effect: "none" as Effect, change: null, write: null };
+  if (EDIT_TOOLS.has(t) || PATCH_TOOLS.has(t)) {
+    const diff = str(meta.diff) ?? "";
+    if (diff.trim() === "") return { effect: "none" as Effect, change: null, write: null };
+    const change =
+      diffChange(diff) ??
+      editChange(
+        filePathOf(args) ?? "?",
+        str(args.oldString) ?? "",
+        str(args.newString) ?? str(args.patchText) ?? "",
+      );
+    return { effect: "change" as Effect, change, write: null };
+  }
+  if (WRITE_TOOLS.has(t)) {
+    const path = coarsePath(filePathOf(args) ?? str(meta.filepath) ?? "?", ctx.directory);
+    const content = sha256(str(args.content) ?? "");
+    const existed = typeof meta.exists === "boolean" ? meta.exists : null;
+    return {
+      effect: "change" as Effect,
+      change: null,
+      write: { path, content, prior: ctx.writePrior, existed },
+    };
+  }
+  if (t === "bash" || t === "shell") {
+    const command = str(args.command) ?? "";
+    if (exit === 0 && isCommitCommand(command))
+      return { effect: "commit" as Effect, change: null, write: null };
+    if (isTestCommand(command, ctx.testPatterns))
+      return { effect: "test" as Effect, change: null, write: null };
+  }
+  return { effect: "none" as Effect, change: null, write: null };
+}
+
+/** The one place a finished tool call becomes a ToolCall. */
+export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
+  const args = obj(raw.args);
+  const meta = obj(raw.metadata);
+  const isBash = raw.tool === "bash" || raw.tool === "shell";
+  // bash's real exit code is metadata.exit (never output.exitCode / exit_code); null on timeout or abort.
+  const exit = isBash ? (num(meta.exit) ?? null) : null;
+  const timedOut = isBash && "exit" in meta && meta.exit === null;
+  const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut;
+  const shape = shapeOf(raw.tool, args, meta, ctx);
+  const { effect, change, write } = effectOf(raw.tool, args, meta, raw.status, exit, ctx);
+  return {
+    sessionId: ctx.sessionId,
+    parentId: ctx.parentId,
+    agent: ctx.agent,
+    tool: raw.tool,
+    callId: raw.callId,
+    fp: sha256(`${raw.tool}\u0000${canonicalJson(args)}`),
+    nfp: sha256(shape.key),
+    target: shape.target,
+    exit,
+    failed,
+    effect,
+    change,
+    write,
+    time: ctx.time,
+  };
+}

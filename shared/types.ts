@@ -1,0 +1,153 @@
+// Plain values that flow through the detection core. Nothing here holds tool
+// arguments, file contents or command output: only hashes, coarse targets,
+// exit codes, booleans and counts.
+
+export type Verdict = "ok" | "stalling" | "looping";
+export const VERDICT_RANK: Record<Verdict, number> = { ok: 0, stalling: 1, looping: 2 };
+
+/** What a call did that may count as progress (decided for good by the tracker). */
+export type Effect = "none" | "change" | "commit" | "test";
+
+/** One finished tool call as an adapter sees it. */
+export interface ToolCall {
+  sessionId: string;
+  parentId: string | null;
+  agent: string;
+  tool: string;
+  callId: string;
+  /** sha256 of tool + canonical JSON of the arguments. */
+  fp: string;
+  /** sha256 of the normalized key (see fingerprint.ts). */
+  nfp: string;
+  /** Coarse, redacted target: a path, a command's first two tokens, a path plus pattern hash. */
+  target: string;
+  /** bash exit code; null when unknown or not bash. */
+  exit: number | null;
+  /** The tool errored, or bash exited non-zero. */
+  failed: boolean;
+  effect: Effect;
+  /** For an edit or patch with a non-empty diff: fingerprints of the change and of its reverse. */
+  change: { fwd: string; rev: string } | null;
+  /** For write: the path key and content hash; prior is the content hash before, when the sensor knew it. */
+  write: { path: string; content: string; prior: string | null | undefined; existed: boolean | null } | null;
+  time: number;
+}
+
+/** A ToolCall after the tracker decided whether it landed. */
+export interface ToolEvent extends ToolCall {
+  landed: boolean;
+  /** A change that only repeated or undid one that already landed in the window. */
+  reverted: boolean;
+  /** Its target had not been seen before in this session (bounded memory). */
+  novel: boolean;
+}
+
+/** An LLM request (one agent step). */
+export interface TurnObservation {
+  kind: "turn";
+  sessionId: string;
+  parentId: string | null;
+  agent: string;
+  time: number;
+  model?: string;
+}
+
+/** The billed usage of one finished assistant message; messageId dedups repeats. */
+export interface UsageObservation {
+  kind: "usage";
+  sessionId: string;
+  messageId: string;
+  time: number;
+  costUsd: number;
+  promptTokens: number;
+  contextTokens: number;
+}
+
+/** A user turn; injected is true for continuation turns nobody typed. */
+export interface UserObservation {
+  kind: "user";
+  sessionId: string;
+  parentId: string | null;
+  agent: string;
+  time: number;
+  injected: boolean;
+}
+
+export interface CompactionObservation {
+  kind: "compaction";
+  sessionId: string;
+  time: number;
+}
+
+export interface ToolObservation {
+  kind: "tool";
+  call: ToolCall;
+}
+
+export type Observation =
+  | ToolObservation
+  | TurnObservation
+  | UsageObservation
+  | UserObservation
+  | CompactionObservation;
+
+/** The dominant reason a session was flagged; picks the incident report's "Avoid:" line. */
+export type FlagReason =
+  | "duplicates"
+  | "repeat_target"
+  | "fail_streak"
+  | "whole_session"
+  | "continuations"
+  | "flip_flop"
+  | "ceiling"
+  | "read_only_repeat"
+  | "read_only_failures"
+  | "read_only_novelty";
+
+export interface RepeatInfo {
+  tool: string;
+  target: string;
+  count: number;
+}
+
+/** Everything the judge looks at, for one session at one moment. */
+export interface Signals {
+  calls: number;
+  landed: number;
+  turns: number;
+  failures: number;
+  callsSinceLanded: number;
+  turnsSinceLanded: number;
+  usdSinceLanded: number;
+  promptTokensSinceLanded: number;
+  usdTotal: number;
+  windowSize: number;
+  dupShare: number;
+  ndupShare: number;
+  failStreak: number;
+  failTarget: string | null;
+  contextTokens: number;
+  maxContextTokens: number;
+  topTarget: string | null;
+  topTargetCount: number;
+  /** The most repeated normalized call in the window. */
+  topRepeat: RepeatInfo | null;
+  /** The most repeated exact call since the last landed change (whole-session rule). */
+  cumRepeat: RepeatInfo | null;
+  /** Most repeated calls over the whole session, for the report. */
+  mostRepeated: RepeatInfo[];
+  /** New targets per call in the window. */
+  novelty: number;
+  callsSinceNovel: number;
+  injectedSinceLanded: number;
+  injectedTotal: number;
+  flipFlops: number;
+  compactions: number;
+  lastLandedAt: number | null;
+  readOnly: boolean;
+}
+
+export interface Judgement {
+  verdict: Verdict;
+  reason: FlagReason | null;
+}

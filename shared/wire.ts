@@ -1,0 +1,203 @@
+// The wire contract between reporters (plugin, watchdog) and the router
+// extension: POST /progress bodies. Strict zod schemas, so an unknown field or
+// a malformed value is a 400 with its path, never a silent drop. Only ids,
+// verdicts, counts, hashes and coarse targets travel; never content.
+import { z } from "zod";
+import type { VerdictChange } from "./forest.ts";
+import type { Signals } from "./types.ts";
+
+const id = z.string().min(1).max(200);
+const verdict = z.enum(["ok", "stalling", "looping"]);
+const reason = z.enum([
+  "duplicates",
+  "repeat_target",
+  "fail_streak",
+  "whole_session",
+  "continuations",
+  "flip_flop",
+  "ceiling",
+  "read_only_repeat",
+  "read_only_failures",
+  "read_only_novelty",
+]);
+const count = z.number().int().min(0).max(1e12);
+const agent = z.string().regex(/^[a-z0-9_-]{1,64}$/, "slug: lowercase [a-z0-9_-], at most 64");
+const target = z.string().max(300);
+const version = z.string().min(1).max(64);
+
+/** The signals a transition carries, snake_case on the wire. */
+export const wireSignalsSchema = z.strictObject({
+  calls: count,
+  landed: count,
+  turns: count,
+  turns_since_landed: count,
+  calls_since_landed: count,
+  usd_since_landed: z.number().min(0).max(1e9),
+  usd_total: z.number().min(0).max(1e9),
+  dup_share: z.number().min(0).max(1),
+  ndup_share: z.number().min(0).max(1),
+  fail_streak: count,
+  context_tokens: count,
+  max_context_tokens: count,
+  novelty: z.number().min(0).max(1),
+  injected_since_landed: count,
+  flip_flops: count,
+  compactions: count,
+  read_only: z.boolean(),
+  last_landed_at: z.number().int().min(0).nullable(),
+});
+export type WireSignals = z.infer<typeof wireSignalsSchema>;
+
+export const transitionSchema = z.strictObject({
+  type: z.literal("transition"),
+  /** Idempotency key: a retried report carries the same id and is counted once. */
+  id: z.string().regex(/^[A-Za-z0-9_.:-]{8,128}$/),
+  source: z.enum(["plugin", "watchdog"]),
+  session_id: id,
+  parent_id: id.nullable(),
+  root_id: id,
+  agent,
+  verdict,
+  previous: verdict,
+  reason: reason.nullable(),
+  signals: wireSignalsSchema,
+  top_target: target.nullable(),
+  top_target_count: count,
+  /** The incident report (section 5 format): built from events only. */
+  report: z.string().max(4000),
+  at: z.number().int().min(0),
+  plugin_version: version.nullable(),
+  /** The watchdog's second opinion, when one was asked for. */
+  second_opinion: z
+    .strictObject({ model: z.string().max(200), stuck: z.boolean(), reason: z.string().max(300) })
+    .nullable()
+    .optional(),
+});
+export type Transition = z.infer<typeof transitionSchema>;
+
+export const heartbeatSessionSchema = z.strictObject({
+  session_id: id,
+  parent_id: id.nullable(),
+  root_id: id,
+  agent,
+  verdict,
+  turns: count,
+  turns_since_landed: count,
+  last_landed_at: z.number().int().min(0).nullable(),
+  context_tokens: count,
+});
+
+export const heartbeatSchema = z.strictObject({
+  type: z.literal("heartbeat"),
+  /** One id per plugin process, so two opencode instances are told apart. */
+  instance_id: z.string().regex(/^[A-Za-z0-9_.:-]{4,128}$/),
+  plugin_version: version,
+  at: z.number().int().min(0),
+  sessions: z.array(heartbeatSessionSchema).max(2000),
+});
+export type Heartbeat = z.infer<typeof heartbeatSchema>;
+
+export const watchdogTickSchema = z.strictObject({
+  type: z.literal("watchdog_tick"),
+  at: z.number().int().min(0),
+  servers: count,
+  sessions: count,
+  flagged: count,
+  /** True when no opencode server answered: the watchdog saw nothing. */
+  blind: z.boolean(),
+});
+export type WatchdogTick = z.infer<typeof watchdogTickSchema>;
+
+export const progressMessageSchema = z.discriminatedUnion("type", [
+  transitionSchema,
+  heartbeatSchema,
+  watchdogTickSchema,
+]);
+export type ProgressMessage = z.infer<typeof progressMessageSchema>;
+
+/** Every message of one POST: a single object or a batch (the plugin's retry queue flushes batches). */
+export const progressBodySchema = z.union([progressMessageSchema, z.array(progressMessageSchema).max(100)]);
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; errors: string[] };
+
+function pathOf(path: readonly PropertyKey[]): string {
+  return (
+    path
+      .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
+      .join(".")
+      .replace(/\.\[/g, "[") || "(root)"
+  );
+}
+
+/** Validates a /progress body; errors read `path: message`. */
+export function parseProgressBody(body: unknown): ParseResult<ProgressMessage[]> {
+  const r = progressBodySchema.safeParse(body);
+  if (r.success) return { ok: true, value: Array.isArray(r.data) ? r.data : [r.data] };
+  return {
+    ok: false,
+    errors: r.error.issues.flatMap((i) =>
+      i.code === "unrecognized_keys"
+        ? i.keys.map((k) => `${pathOf([...i.path, k])}: unknown field`)
+        : [`${pathOf(i.path)}: ${i.message}`],
+    ),
+  };
+}
+
+const round = (n: number, d = 4) => Math.round(n * 10 ** d) / 10 ** d;
+const clampCount = (n: number) => Math.max(0, Math.min(1e12, Math.floor(Number.isFinite(n) ? n : 0)));
+
+/** The core's Signals in wire form. */
+export function toWireSignals(s: Signals): WireSignals {
+  return {
+    calls: clampCount(s.calls),
+    landed: clampCount(s.landed),
+    turns: clampCount(s.turns),
+    turns_since_landed: clampCount(s.turnsSinceLanded),
+    calls_since_landed: clampCount(s.callsSinceLanded),
+    usd_since_landed: round(Math.max(0, s.usdSinceLanded), 6),
+    usd_total: round(Math.max(0, s.usdTotal), 6),
+    dup_share: round(s.dupShare),
+    ndup_share: round(s.ndupShare),
+    fail_streak: clampCount(s.failStreak),
+    context_tokens: clampCount(s.contextTokens),
+    max_context_tokens: clampCount(s.maxContextTokens),
+    novelty: round(Math.min(1, Math.max(0, s.novelty))),
+    injected_since_landed: clampCount(s.injectedSinceLanded),
+    flip_flops: clampCount(s.flipFlops),
+    compactions: clampCount(s.compactions),
+    read_only: s.readOnly,
+    last_landed_at: s.lastLandedAt === null ? null : clampCount(s.lastLandedAt),
+  };
+}
+
+/** A stable idempotency key for one transition: the same change retried gives the same id. */
+export function transitionId(source: "plugin" | "watchdog", c: VerdictChange): string {
+  const safe = c.sessionId.replace(/[^A-Za-z0-9_.:-]/g, "_").slice(0, 80);
+  return `${source === "plugin" ? "p" : "w"}:${safe}:${c.at}:${c.previous[0]}${c.verdict[0]}`;
+}
+
+/** Builds the wire transition for a verdict change. */
+export function toTransition(
+  c: VerdictChange,
+  opts: { source: "plugin" | "watchdog"; report: string; pluginVersion: string | null },
+): Transition {
+  const top = c.signals.topRepeat;
+  return {
+    type: "transition",
+    id: transitionId(opts.source, c),
+    source: opts.source,
+    session_id: c.sessionId,
+    parent_id: c.parentId,
+    root_id: c.rootId,
+    agent: c.agent,
+    verdict: c.verdict,
+    previous: c.previous,
+    reason: c.reason,
+    signals: toWireSignals(c.signals),
+    top_target: top ? `${top.tool} ${top.target}`.slice(0, 300) : null,
+    top_target_count: top ? clampCount(top.count) : 0,
+    report: opts.report.slice(0, 4000),
+    at: clampCount(c.at),
+    plugin_version: opts.pluginVersion,
+  };
+}
