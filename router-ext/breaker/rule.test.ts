@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import { modelRates, type ServedRecord, type StallRecord, type TripRule } from "./rule.ts";
+
+const rule: TripRule = { minSessions: 3, windowMs: 60 * 60_000, rateRatio: 3, minTraffic: 3 };
+const now = 10 * 60 * 60_000;
+
+/** n trees served by a model, one request per tree at t. */
+function serve(model: string, trees: string[], t = now - 10 * 60_000): ServedRecord[] {
+  return trees.map((root) => ({ model, conversation: root, rootId: root, at: t }));
+}
+function stall(sessionId: string, at = now - 5 * 60_000, since = now - 20 * 60_000): StallRecord {
+  return { sessionId, rootId: sessionId, verdict: "looping", at, since };
+}
+const ids = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`);
+
+describe("breaker trip rule", () => {
+  it("trips exactly the model whose trees stall, not the healthy one", () => {
+    const bad = ids("b", 4);
+    const good = ids("g", 6);
+    const rates = modelRates(
+      [...serve("bad/model", bad), ...serve("good/model", good)],
+      bad.slice(0, 3).map((s) => stall(s)),
+      rule,
+      now,
+    );
+    const byModel = Object.fromEntries(rates.map((r) => [r.model, r]));
+    expect(byModel["bad/model"]?.trip).toBe(true);
+    expect(byModel["bad/model"]?.stalledTrees).toBe(3);
+    expect(byModel["bad/model"]?.evidence.map((e) => e.sessionId)).toEqual(["b0", "b1", "b2"]);
+    expect(byModel["good/model"]?.trip).toBe(false);
+  });
+
+  it("does not trip on one hard task: many stalled sessions in one tree count once", () => {
+    const served: ServedRecord[] = [
+      ...["w1", "w2", "w3", "w4"].map((c) => ({
+        model: "m",
+        conversation: c,
+        rootId: "root",
+        at: now - 10 * 60_000,
+      })),
+      ...serve("m", ["x", "y"]),
+      ...serve("other", ids("o", 5)),
+    ];
+    const stalls = ["w1", "w2", "w3", "w4"].map((s) => ({ ...stall(s), rootId: "root" }));
+    const m = modelRates(served, stalls, rule, now).find((r) => r.model === "m");
+    expect(m?.stalledTrees).toBe(1);
+    expect(m?.trip).toBe(false);
+  });
+
+  it("needs comparison traffic: a model alone is never tripped", () => {
+    const trees = ids("t", 5);
+    const [only] = modelRates(
+      serve("solo", trees),
+      trees.map((t) => stall(t)),
+      rule,
+      now,
+    );
+    expect(only?.stalledTrees).toBe(5);
+    expect(only?.trip).toBe(false);
+  });
+
+  it("does not trip when the other models stall about as often", () => {
+    const a = ids("a", 5);
+    const b = ids("b", 5);
+    const stalls = [...a.slice(0, 3), ...b.slice(0, 3)].map((s) => stall(s));
+    const rates = modelRates([...serve("a", a), ...serve("b", b)], stalls, rule, now);
+    expect(rates.every((r) => !r.trip)).toBe(true);
+  });
+
+  it("attributes a stall only to models that served the session inside its stall window", () => {
+    const trees = ids("s", 4);
+    const served = [
+      // m1 served these sessions only before the last landed change.
+      ...serve("m1", trees, now - 50 * 60_000),
+      ...serve("m2", trees, now - 10 * 60_000),
+      ...serve("m3", ids("h", 6)),
+    ];
+    const stalls = trees.slice(0, 3).map((s) => stall(s, now - 5 * 60_000, now - 30 * 60_000));
+    const rates = Object.fromEntries(modelRates(served, stalls, rule, now).map((r) => [r.model, r]));
+    expect(rates.m1?.stalledTrees).toBe(0);
+    expect(rates.m2?.stalledTrees).toBe(3);
+    expect(rates.m2?.trip).toBe(true);
+  });
+
+  it("ignores traffic and verdicts outside the window", () => {
+    const bad = ids("b", 4);
+    const old = now - 2 * 60 * 60_000;
+    const rates = modelRates(
+      [...serve("bad", bad, old), ...serve("good", ids("g", 5))],
+      bad.slice(0, 3).map((s) => stall(s, old + 60_000, old - 60_000)),
+      rule,
+      now,
+    );
+    expect(rates.find((r) => r.model === "bad")).toBeUndefined();
+    expect(rates.every((r) => !r.trip)).toBe(true);
+  });
+
+  it("respects min_sessions and min_traffic", () => {
+    const bad = ids("b", 3);
+    const served = [...serve("bad", bad), ...serve("good", ids("g", 6))];
+    const two = modelRates(
+      served,
+      bad.slice(0, 2).map((s) => stall(s)),
+      rule,
+      now,
+    );
+    expect(two.find((r) => r.model === "bad")?.trip).toBe(false);
+    const three = modelRates(
+      served,
+      bad.map((s) => stall(s)),
+      rule,
+      now,
+    );
+    expect(three.find((r) => r.model === "bad")?.trip).toBe(true);
+    const strict = modelRates(
+      served,
+      bad.map((s) => stall(s)),
+      { ...rule, minTraffic: 4 },
+      now,
+    );
+    expect(strict.find((r) => r.model === "bad")?.trip).toBe(false);
+  });
+});

@@ -1,0 +1,123 @@
+// The behaviour breaker's trip rule (spec section 8), pure. A model is tripped
+// when stall verdicts on trees it served during their stall windows span at
+// least min_sessions distinct trees in the window AND its stall rate is well
+// above the rate of the other models on the same window's traffic.
+//
+// Units are trees (root sessions), not sessions: an orchestrator and its three
+// stuck workers are one hard task, and one hard task must not blame a model.
+// The other models' rate is smoothed, (stalled + 0.5) / (served + 1), so a
+// model is never tripped without comparison traffic and a clean comparison
+// model does not make any single stall infinitely suspicious.
+
+export interface ServedRecord {
+  model: string;
+  conversation: string;
+  rootId: string;
+  at: number;
+}
+
+export interface StallRecord {
+  sessionId: string;
+  rootId: string;
+  verdict: "stalling" | "looping";
+  /** When the verdict arrived. */
+  at: number;
+  /** Start of the stall window: the last landed change, or when the session started. */
+  since: number;
+}
+
+export interface TripRule {
+  minSessions: number;
+  windowMs: number;
+  rateRatio: number;
+  minTraffic: number;
+}
+
+export interface ModelRate {
+  model: string;
+  servedTrees: number;
+  stalledTrees: number;
+  rate: number;
+  othersServed: number;
+  othersStalled: number;
+  othersRate: number;
+  ratio: number;
+  trip: boolean;
+  /** The flagged sessions this model served in their stall window (the evidence). */
+  evidence: Array<{ sessionId: string; rootId: string; verdict: "stalling" | "looping"; at: number }>;
+}
+
+/** Per-model stall rates over the window ending at `now`, with the trip decision. */
+export function modelRates(
+  served: readonly ServedRecord[],
+  stalls: readonly StallRecord[],
+  rule: TripRule,
+  now: number,
+): ModelRate[] {
+  const from = now - rule.windowMs;
+  const inWindow = served.filter((r) => r.at >= from && r.at <= now);
+  const servedBy = new Map<string, Set<string>>();
+  for (const r of inWindow) {
+    let trees = servedBy.get(r.model);
+    if (!trees) {
+      trees = new Set();
+      servedBy.set(r.model, trees);
+    }
+    trees.add(r.rootId);
+  }
+  // A stall is attributed to every model that served that session inside its stall window.
+  const stalledBy = new Map<string, Map<string, ModelRate["evidence"][number]>>();
+  for (const s of stalls) {
+    if (s.at < from || s.at > now) continue;
+    const models = new Set(
+      inWindow
+        .filter((r) => r.conversation === s.sessionId && r.at >= s.since && r.at <= s.at)
+        .map((r) => r.model),
+    );
+    for (const m of models) {
+      let ev = stalledBy.get(m);
+      if (!ev) {
+        ev = new Map();
+        stalledBy.set(m, ev);
+      }
+      const prev = ev.get(s.sessionId);
+      if (!prev || (prev.verdict === "stalling" && s.verdict === "looping"))
+        ev.set(s.sessionId, { sessionId: s.sessionId, rootId: s.rootId, verdict: s.verdict, at: s.at });
+    }
+  }
+  const stalledTreesOf = (m: string) => new Set([...(stalledBy.get(m)?.values() ?? [])].map((e) => e.rootId));
+  const models = [...servedBy.keys()].sort();
+  const out: ModelRate[] = [];
+  for (const m of models) {
+    const servedTrees = servedBy.get(m)?.size ?? 0;
+    const stalledTrees = stalledTreesOf(m).size;
+    let othersServed = 0;
+    let othersStalled = 0;
+    for (const o of models) {
+      if (o === m) continue;
+      othersServed += servedBy.get(o)?.size ?? 0;
+      othersStalled += stalledTreesOf(o).size;
+    }
+    const rate = servedTrees > 0 ? stalledTrees / servedTrees : 0;
+    const othersRate = (othersStalled + 0.5) / (othersServed + 1);
+    const ratio = rate / othersRate;
+    const trip =
+      stalledTrees >= rule.minSessions &&
+      servedTrees >= rule.minTraffic &&
+      othersServed > 0 &&
+      ratio >= rule.rateRatio;
+    out.push({
+      model: m,
+      servedTrees,
+      stalledTrees,
+      rate,
+      othersServed,
+      othersStalled,
+      othersRate,
+      ratio,
+      trip,
+      evidence: [...(stalledBy.get(m)?.values() ?? [])].sort((a, b) => a.at - b.at),
+    });
+  }
+  return out;
+}
