@@ -108,11 +108,43 @@ export const watchdogTickSchema = z.strictObject({
 });
 export type WatchdogTick = z.infer<typeof watchdogTickSchema>;
 
+/** The plugin ran (or failed to run) a directive the router handed it (modes: compact, recover). */
+export const directiveResultSchema = z.strictObject({
+  type: z.literal("directive_result"),
+  directive_id: z.string().regex(/^[A-Za-z0-9_.:-]{4,128}$/),
+  session_id: id,
+  root_id: id,
+  ok: z.boolean(),
+  /** A short machine reason on failure ("abort_failed", "summarize_failed", ...), never content. */
+  error: z.string().max(200).nullable(),
+  at: z.number().int().min(0),
+});
+export type DirectiveResult = z.infer<typeof directiveResultSchema>;
+
 export const progressMessageSchema = z.discriminatedUnion("type", [
   transitionSchema,
   heartbeatSchema,
   watchdogTickSchema,
 ]);
+
+/** What the router asks a live plugin to do for an acting mode. */
+export const directiveSchema = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9_.:-]{4,128}$/),
+  /** compact: summarize the stuck session; recover: abort it and its root, then summarize the root. */
+  action: z.enum(["compact", "recover"]),
+  session_id: id,
+  root_id: id,
+  report: z.string().max(4000),
+});
+export type Directive = z.infer<typeof directiveSchema>;
+
+/** The /progress answer: what was accepted, plus directives for the reporting plugin. */
+export const progressResponseSchema = z.strictObject({
+  accepted: count,
+  duplicates: count,
+  directives: z.array(directiveSchema).max(50).default([]),
+});
+export type ProgressResponse = z.infer<typeof progressResponseSchema>;
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;
 
 /** Every message of one POST: a single object or a batch (the plugin's retry queue flushes batches). */
