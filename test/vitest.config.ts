@@ -30,6 +30,8 @@ export default defineConfig({
           hookTimeout: 240_000,
           fileParallelism: true,
           maxWorkers: 2,
+          // Runs after the unit project; vitest 4 needs distinct groups for distinct maxWorkers.
+          sequence: { groupOrder: 1 },
         },
       },
     ],
