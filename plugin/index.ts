@@ -1,1 +1,29 @@
-export const StallguardPlugin = async () => ({});
+// The opencode plugin entry. opencode calls every export of this module as a
+// plugin, so it exports exactly one function and nothing else.
+import { readFileSync } from "node:fs";
+import type { Plugin } from "@opencode-ai/plugin";
+import { createHooks } from "./hooks.ts";
+import { loadSettings } from "./settings.ts";
+import { type ClientLike, Stallguard } from "./state.ts";
+
+export const StallguardPlugin: Plugin = async (input, options) => {
+  const { settings, issues } = loadSettings({
+    env: process.env,
+    options,
+    readText: (path) => {
+      try {
+        return readFileSync(path, "utf8");
+      } catch {
+        return undefined;
+      }
+    },
+  });
+  const sg = new Stallguard({
+    settings,
+    directory: input.directory ?? null,
+    client: input.client as unknown as ClientLike,
+  });
+  if (issues.length > 0) sg.log("warn", "config_invalid", issues.join("; "));
+  sg.start();
+  return createHooks(sg);
+};

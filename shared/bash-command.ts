@@ -34,6 +34,10 @@ export function tokenize(command: string): string[] {
       inWord = true;
     } else if (/\s/.test(ch)) {
       push();
+    } else if (ch === "&" && (/[<>]$/.test(cur) || command[i + 1] === ">")) {
+      // a redirection (2>&1, >&2, &>file), not a separator
+      cur += ch;
+      inWord = true;
     } else if (ch === ";" || ch === "&" || ch === "|") {
       push();
       const two = command.slice(i, i + 2);
@@ -96,10 +100,12 @@ export function looksSecret(word: string): boolean {
   return false;
 }
 
-/** Redacts one word for a target: secrets vanish, `--flag=value` keeps the flag. */
+/** Redacts one word for a target: secrets vanish, `--flag=value` keeps the flag, quoted text is dropped. */
 export function redactWord(word: string): string | null {
   if (ASSIGNMENT.test(word)) return null;
   if (looksSecret(word)) return "<redacted>";
+  // a quoted string with spaces is text (a message, a script), not a coarse token
+  if (/\s/.test(word)) return "<text>";
   const eq = /^(--?[A-Za-z][\w-]*)=/.exec(word);
   if (eq) return `${eq[1]}=<value>`;
   return word.length > 120 ? `${word.slice(0, 117)}...` : word;
@@ -116,14 +122,17 @@ export function commandTarget(command: string): string {
 const FILE_EXTENSIONS =
   "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|yaml|yml|toml|cfg|ini|conf|sh|bash|zsh|rs|go|java|kt|kts|swift|c|h|cc|cpp|hpp|cs|rb|php|html|htm|css|scss|less|sql|lock|xml|csv|tsv|log|env|vue|svelte|gradle|diff|patch|proto|graphql|tf|lua|dart|ex|exs|erl|hs|ml|scala|r|pl|ipynb|db|sqlite|cfg";
 const PATHLIKE = new RegExp(
-  // a/b, ./x, ~/x, /abs/path; or a bare name with a known extension
-  `(?:~|\\.{1,2})?(?:/?[\\w.@+-]+)*/[\\w.@+-]+|[\\w@+-][\\w.@+-]*\\.(?:${FILE_EXTENSIONS})(?![\\w])`,
+  // a/b, ./x, ~/x, /abs/path; or a bare name with a known extension. Matches
+  // start only where a word starts, and each segment ends in its own "/", so
+  // a long word cannot make the scan backtrack (it was exponential before).
+  `(?<![\\w.@+~-])(?:(?:~|\\.{1,2})?(?:/(?:[\\w.@+-]+/)*|(?:[\\w.@+-]+/)+)[\\w.@+-]+|[\\w@+-][\\w.@+-]*\\.(?:${FILE_EXTENSIONS})(?![\\w]))`,
   "g",
 );
+const URL_WORD = /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/\S+/gi;
 
 /** Files a command refers to, normalized (no ./ prefix) and sorted. URLs are ignored. */
 export function referencedFiles(command: string): string[] {
-  const text = command.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, " ");
+  const text = command.replace(URL_WORD, " ");
   const found = new Set<string>();
   for (const m of text.matchAll(PATHLIKE)) {
     let p = m[0].replace(/^\.\//, "").replace(/[.,:;]+$/, "");
@@ -135,11 +144,30 @@ export function referencedFiles(command: string): string[] {
   return [...found].sort();
 }
 
-/** The numbers in a command outside file names: line ranges, counts, offsets. */
+/**
+ * The numbers in a command outside file names: line ranges, counts, offsets
+ * (`1,100p`, `-n 100`, `-n100`). Env assignments and file-descriptor numbers
+ * of redirections (`2>&1`, `2>/dev/null`) are not part of the slice.
+ */
 export function commandNumbers(command: string, files: string[]): string[] {
-  let text = command.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, " ");
-  for (const f of files) text = text.split(f).join(" ");
-  return [...text.matchAll(/(?<![\w.])\d+(?![\w.])/g)].map((m) => m[0]);
+  let text = segments(command)
+    .map((s) => s.join(" "))
+    .join(" ; ")
+    .replace(URL_WORD, " ");
+  for (const f of [...files].sort((a, b) => b.length - a.length)) text = text.split(f).join(" ");
+  text = text.replace(/(?<!\d)\d*(?:&>>?|[<>]+)(?:&(?:\d+|-))?/g, " ");
+  return [...text.matchAll(/(?<![\w.])\d+(?!\.\d)|(?<=(?:^|\s)-[A-Za-z])\d+/g)].map((m) => m[0]);
+}
+
+/**
+ * The part of a command that identifies what it works on: its simple commands
+ * without directory changes and other set-up prefixes (`cd x && cat f` is
+ * `cat f`), env assignments and wrappers removed. Words are space-joined.
+ */
+export function workText(command: string): string {
+  const segs = segments(command);
+  const work = segs.filter((s) => !PREFIX_PROGRAMS.has(s[0] as string));
+  return (work.length ? work : segs).map((s) => s.join(" ")).join(" ; ");
 }
 
 const COMMIT = /^git(\s+(-C|-c)\s+\S+|\s+--[\w-]+(=\S+)?)*\s+commit(\s|$)/;

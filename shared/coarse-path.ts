@@ -3,8 +3,9 @@
  * it, the user's home shown as ~, so no account name leaves the machine.
  */
 export function coarsePath(path: string, directory?: string | null): string {
-  let p = path.trim().replace(/\\/g, "/");
-  if (directory) {
+  let p = String(path).trim().replace(/\\/g, "/");
+  // a malformed session record may carry a non-string directory: ignore it
+  if (typeof directory === "string" && directory) {
     const dir = directory.replace(/\\/g, "/").replace(/\/+$/, "");
     if (p === dir) return ".";
     if (dir && p.startsWith(`${dir}/`)) p = p.slice(dir.length + 1);

@@ -2,6 +2,7 @@
 // shells read the files and the environment.
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { looksSecret } from "./bash-command.ts";
 import { parseDuration } from "./duration.ts";
 
 /** A duration knob: seconds as a number, or "90s" / "5m" / "1h" / "7d". Parsed to milliseconds. */
@@ -49,7 +50,27 @@ const publicUrl = z
   })
   .refine((u) => !/hooks\.slack\.com\/services\//.test(u), {
     message: "a Slack webhook URL is a secret: use url_env",
+  })
+  .refine((u) => !secretPathSegment(u), {
+    message: "a URL with a token in its path is a secret: use url_env",
   });
+
+/** A path segment shaped like a key or token (Discord and similar webhook URLs). */
+function secretPathSegment(u: string): boolean {
+  let path: string;
+  try {
+    path = new URL(u).pathname;
+  } catch {
+    return false;
+  }
+  return path.split("/").some((seg) => {
+    try {
+      return seg !== "" && looksSecret(decodeURIComponent(seg));
+    } catch {
+      return looksSecret(seg);
+    }
+  });
+}
 
 const channelCommon = {
   name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ and -"),

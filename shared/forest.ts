@@ -1,7 +1,7 @@
 // Many sessions at once, with children rolled up into their ancestors by
 // parent id: a child's landed change, turns and spend count for every
 // ancestor. Returns only verdict transitions, never a verdict per call.
-import type { Policy } from "./policy.ts";
+import { type Policy, slugAgent } from "./policy.ts";
 import { SessionTracker } from "./session-tracker.ts";
 import type { FlagReason, Observation, Signals, ToolEvent, Verdict } from "./types.ts";
 
@@ -90,19 +90,17 @@ export class SessionForest {
 
   private tracker(sessionId: string, parentId: string | null, agent: string | undefined): SessionTracker {
     let t = this.trackers.get(sessionId);
+    // Agents are compared and sent as slugs ("Sisyphus-Junior" -> "sisyphus-junior").
+    const slug = agent ? slugAgent(agent) : "unknown";
     if (!t) {
-      t = new SessionTracker(
-        sessionId,
-        parentId ?? this.parents.get(sessionId) ?? null,
-        agent || "unknown",
-        this.policy,
-      );
+      // Evict before inserting: a new tracker has no activity yet and would evict itself.
+      if (this.trackers.size >= this.maxSessions) this.evictOldest();
+      t = new SessionTracker(sessionId, parentId ?? this.parents.get(sessionId) ?? null, slug, this.policy);
       this.trackers.set(sessionId, t);
-      if (this.trackers.size > this.maxSessions) this.evictOldest();
     }
     if (parentId && !t.parentId) t.parentId = parentId;
     if (parentId && !this.parents.has(sessionId)) this.setParent(sessionId, parentId);
-    if (agent && agent !== "unknown" && agent !== t.agent) t.agent = agent;
+    if (slug !== "unknown" && slug !== t.agent) t.agent = slug;
     return t;
   }
 

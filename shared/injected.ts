@@ -9,13 +9,25 @@ export interface TextPartLike {
 }
 
 /**
- * A user turn is injected when all its text parts are synthetic, or when any
- * carries a configured marker (oh-my-opencode's directive prefix and its
- * internal-initiator comment).
+ * A user turn is injected when all its text parts are synthetic, when any
+ * carries `metadata.compaction_continue` (opencode's post-compaction continue
+ * and oh-my-opencode's continuations), or when any carries a configured marker
+ * (oh-my-opencode's directive prefix and its internal-initiator comment).
  */
 export function isInjectedTurn(parts: readonly TextPartLike[], markers: readonly string[]): boolean {
-  const texts = parts.filter((p) => p && p.type === "text");
+  const texts = (Array.isArray(parts) ? parts : []).filter(
+    (p) => p !== null && typeof p === "object" && p.type === "text",
+  );
   if (texts.length === 0) return false;
+  if (
+    texts.some(
+      (p) =>
+        p.metadata !== null &&
+        typeof p.metadata === "object" &&
+        (p.metadata as Record<string, unknown>).compaction_continue === true,
+    )
+  )
+    return true;
   if (texts.some((p) => typeof p.text === "string" && markers.some((m) => (p.text as string).includes(m))))
     return true;
   return texts.every((p) => p.synthetic === true);

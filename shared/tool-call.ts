@@ -8,11 +8,13 @@ import {
   isTestCommand,
   referencedFiles,
   segments,
+  workText,
 } from "./bash-command.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import { diffChange, editChange } from "./change.ts";
 import { coarsePath } from "./coarse-path.ts";
 import { sha256, shortHash } from "./hash.ts";
+import { slugAgent } from "./policy.ts";
 import type { Effect, ToolCall } from "./types.ts";
 
 export interface CallContext {
@@ -77,10 +79,13 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
   const rel = (p: string) => coarsePath(p, ctx.directory);
   if (t === "bash" || t === "shell") {
     const command = str(args.command) ?? "";
-    const files = referencedFiles(command);
-    const nums = commandNumbers(command, files);
-    // Reworded commands over the same files and slice collapse to one key;
-    // without files, the whitespace-normalized command is the key.
+    // Reworded commands over the same files and slice collapse to one key
+    // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`); without
+    // files, the whitespace-normalized command is the key.
+    const work = workText(command);
+    const found = referencedFiles(work);
+    const nums = commandNumbers(work, found);
+    const files = [...new Set(found.map(rel))].filter((f) => f !== ".").sort();
     const key = files.length
       ? `bash|files:${files.join(",")}|nums:${nums.join(",")}`
       : `bash|cmd:${segments(command)
@@ -191,7 +196,8 @@ function effectOf(
 export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   const args = obj(raw.args);
   const meta = obj(raw.metadata);
-  const isBash = raw.tool === "bash" || raw.tool === "shell";
+  const lower = raw.tool.toLowerCase();
+  const isBash = lower === "bash" || lower === "shell";
   // bash's real exit code is metadata.exit (never output.exitCode / exit_code); null on timeout or abort.
   const exit = isBash ? (num(meta.exit) ?? null) : null;
   const timedOut = isBash && "exit" in meta && meta.exit === null;
@@ -201,7 +207,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   return {
     sessionId: ctx.sessionId,
     parentId: ctx.parentId,
-    agent: ctx.agent,
+    agent: slugAgent(ctx.agent),
     tool: raw.tool,
     callId: raw.callId,
     fp: sha256(`${raw.tool}\u0000${canonicalJson(args)}`),

@@ -161,10 +161,16 @@ function pathOf(path: readonly PropertyKey[]): string {
   );
 }
 
+const progressBatchSchema = z.array(progressMessageSchema).max(100);
+
 /** Validates a /progress body; errors read `path: message`. */
 export function parseProgressBody(body: unknown): ParseResult<ProgressMessage[]> {
-  const r = progressBodySchema.safeParse(body);
-  if (r.success) return { ok: true, value: Array.isArray(r.data) ? r.data : [r.data] };
+  // Same rules as progressBodySchema, but parsed by shape so an issue keeps its
+  // path ("[1].blind: ...") instead of collapsing into the union's "(root): Invalid input".
+  const r = Array.isArray(body)
+    ? progressBatchSchema.safeParse(body)
+    : progressMessageSchema.transform((m) => [m]).safeParse(body);
+  if (r.success) return { ok: true, value: r.data };
   return {
     ok: false,
     errors: r.error.issues.flatMap((i) =>
@@ -177,6 +183,9 @@ export function parseProgressBody(body: unknown): ParseResult<ProgressMessage[]>
 
 const round = (n: number, d = 4) => Math.round(n * 10 ** d) / 10 ** d;
 const clampCount = (n: number) => Math.max(0, Math.min(1e12, Math.floor(Number.isFinite(n) ? n : 0)));
+/** Epoch milliseconds are past 1e12 (since 2001): a timestamp must not be clamped like a count. */
+const clampTime = (n: number) =>
+  Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Math.floor(Number.isFinite(n) ? n : 0)));
 
 /** The core's Signals in wire form. */
 export function toWireSignals(s: Signals): WireSignals {
@@ -198,7 +207,7 @@ export function toWireSignals(s: Signals): WireSignals {
     flip_flops: clampCount(s.flipFlops),
     compactions: clampCount(s.compactions),
     read_only: s.readOnly,
-    last_landed_at: s.lastLandedAt === null ? null : clampCount(s.lastLandedAt),
+    last_landed_at: s.lastLandedAt === null ? null : clampTime(s.lastLandedAt),
   };
 }
 
@@ -229,7 +238,7 @@ export function toTransition(
     top_target: top ? `${top.tool} ${top.target}`.slice(0, 300) : null,
     top_target_count: top ? clampCount(top.count) : 0,
     report: opts.report.slice(0, 4000),
-    at: clampCount(c.at),
+    at: clampTime(c.at),
     plugin_version: opts.pluginVersion,
   };
 }

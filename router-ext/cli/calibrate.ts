@@ -1,9 +1,69 @@
+// `stallguard calibrate`: replay opencode history through the detection core
+// and propose thresholds. The work is in router-ext/calibrate/run.ts.
 import { defineCommand } from "citty";
+import { repeated } from "../calibrate/args.ts";
+import { runCalibrate } from "../calibrate/run.ts";
 
 export default defineCommand({
-  meta: { name: "calibrate", description: "not built yet" },
-  run() {
-    console.error("stallguard calibrate: not built yet");
-    process.exitCode = 2;
+  meta: {
+    name: "calibrate",
+    description:
+      "Replay opencode sessions through the detector: a verdict per session, an HTML timeline report, and a threshold sweep over labelled sessions.",
+  },
+  args: {
+    db: {
+      type: "string",
+      description: "opencode.db to read, read-only (default: ~/.local/share/opencode/opencode.db)",
+    },
+    copy: {
+      type: "boolean",
+      description: "Copy the database with SQLite's backup API first and read the copy",
+    },
+    export: {
+      type: "string",
+      description: "opencode export JSON file or a directory of them (repeat or comma-separate)",
+    },
+    server: { type: "string", description: "A live opencode server, e.g. http://127.0.0.1:4096" },
+    since: {
+      type: "string",
+      description: "Only sessions updated since: ISO date, epoch ms, or a duration (7d)",
+    },
+    session: {
+      type: "string",
+      description: "Only this session and its sub-agents (repeat or comma-separate)",
+    },
+    json: { type: "boolean", description: 'Print {"sessions": [...]} to stdout instead of the table' },
+    timeline: { type: "boolean", description: "Include the per-call timeline in --json" },
+    html: { type: "string", description: "Write a self-contained HTML report to this file" },
+    sweep: { type: "boolean", description: "Sweep thresholds over labelled sessions and propose the best" },
+    labels: { type: "string", description: 'JSON {"<session id>": "loop" | "healthy" | "unclear"}' },
+    grid: { type: "string", description: 'Sweep grid, e.g. "stall_turns=2,4,6;dup_warn=0.3,0.4"' },
+    top: { type: "string", description: "Sweep rows to print (default 10)" },
+    config: { type: "string", description: "Extra config YAML layered over config/config.yaml" },
+    quiet: { type: "boolean", description: "No progress on stderr" },
+  },
+  async run({ args, rawArgs }) {
+    const top = args.top === undefined ? undefined : Number(args.top);
+    const outcome = await runCalibrate(
+      {
+        db: typeof args.db === "string" ? args.db : null,
+        copy: Boolean(args.copy),
+        exports: repeated(rawArgs, "export", args.export),
+        server: typeof args.server === "string" ? args.server : null,
+        since: typeof args.since === "string" ? args.since : null,
+        sessions: repeated(rawArgs, "session", args.session),
+        json: Boolean(args.json),
+        timeline: Boolean(args.timeline),
+        html: typeof args.html === "string" ? args.html : null,
+        sweep: Boolean(args.sweep),
+        labels: typeof args.labels === "string" ? args.labels : null,
+        grid: typeof args.grid === "string" ? args.grid : null,
+        config: typeof args.config === "string" ? args.config : null,
+        quiet: Boolean(args.quiet),
+        ...(top !== undefined && Number.isInteger(top) && top > 0 ? { top } : {}),
+      },
+      { stdout: process.stdout, stderr: process.stderr, env: process.env, now: Date.now },
+    );
+    process.exitCode = outcome.code;
   },
 });

@@ -1,9 +1,135 @@
+// `stallguard watchdog [--once] [--server URL]... [--router URL] [--config FILE]`
+// One tick with --once (what the systemd timer runs); without it the same tick
+// runs in the foreground on watchdog.interval until interrupted.
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { defineCommand } from "citty";
+import type { Config } from "../../shared/index.ts";
+import {
+  defaultStatePath,
+  runWatchdogTick,
+  startWatchdogLoop,
+  type WatchdogTickResult,
+} from "../watchdog/index.ts";
+
+/**
+ * The same layers `serve` uses: config/config.yaml, then --config FILE or
+ * config/config.local.yaml, then the admin overrides stored in the router's
+ * database (so a knob changed in the admin page reaches the timer's ticks too).
+ * A database that does not exist yet is simply no overrides.
+ */
+export async function loadWatchdogConfig(
+  configPath?: string,
+  opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; dbPath?: string | null } = {},
+): Promise<{ ok: true; config: Config } | { ok: false; error: string }> {
+  const env = opts.env ?? process.env;
+  const { ConfigError, LiveConfig, findConfigDir, readFileLayers } = await import("../server/live-config.ts");
+  try {
+    const fileLayers = readFileLayers({
+      configDir: findConfigDir(),
+      configPath: configPath ? resolve(configPath) : undefined,
+    });
+    const base = LiveConfig.create({ fileLayers, flags: {}, overrides: [] }).get();
+    let overrides: Array<{ path: string; value: unknown }> = [];
+    const { defaultDbPath, openDatabase } = await import("../db/open.ts");
+    const dbPath = opts.dbPath === undefined ? (base.server.db ?? defaultDbPath(env)) : opts.dbPath;
+    if (dbPath && existsSync(dbPath)) {
+      try {
+        const { Store } = await import("../db/store.ts");
+        const store = new Store(openDatabase(dbPath));
+        try {
+          overrides = store.knobOverrides();
+        } finally {
+          store.close();
+        }
+      } catch (err) {
+        opts.log?.(`watchdog: admin overrides not read from ${dbPath}: ${(err as Error).message}`);
+      }
+    }
+    return { ok: true, config: LiveConfig.create({ fileLayers, flags: {}, overrides, log: opts.log }).get() };
+  } catch (err) {
+    if (err instanceof ConfigError) return { ok: false, error: err.message };
+    return { ok: false, error: `cannot load config: ${(err as Error).message}` };
+  }
+}
+
+/** Every `--server URL` / `--server=URL` (citty keeps only one value per flag). */
+export function serverFlags(rawArgs: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < rawArgs.length; i++) {
+    const a = rawArgs[i] as string;
+    if (a === "--server" && i + 1 < rawArgs.length) out.push(rawArgs[++i] as string);
+    else if (a.startsWith("--server=")) out.push(a.slice("--server=".length));
+  }
+  return out;
+}
+
+function summary(r: WatchdogTickResult): string {
+  if (r.skipped) return "watchdog: skipped (another tick is running)";
+  const parts = [
+    `servers=${r.servers}`,
+    `sessions=${r.sessions}`,
+    `flagged=${r.flagged}`,
+    `transitions=${r.transitions.length}`,
+    `router=${r.router}`,
+  ];
+  if (r.blind) parts.push(`blind=${r.blindReason}`);
+  if (r.modelCalls) parts.push(`model_calls=${r.modelCalls}`);
+  if (r.alerted) parts.push("alerted=router_down");
+  return `watchdog: ${parts.join(" ")}`;
+}
 
 export default defineCommand({
-  meta: { name: "watchdog", description: "not built yet" },
-  run() {
-    console.error("stallguard watchdog: not built yet");
-    process.exitCode = 2;
+  meta: {
+    name: "watchdog",
+    description: "Judge opencode sessions that have no plugin, and report to the router",
+  },
+  args: {
+    once: {
+      type: "boolean",
+      description: "Run one tick and exit (what the systemd timer runs)",
+      default: false,
+    },
+    server: { type: "string", description: "An opencode server URL to watch (repeatable)" },
+    router: {
+      type: "string",
+      description: "The router extension's URL (default STALLGUARD_URL or plugin.router_url)",
+    },
+    config: { type: "string", description: "A config file layered over config/config.yaml" },
+  },
+  async run({ args, rawArgs }) {
+    const log = (line: string) => console.error(line);
+    const loaded = await loadWatchdogConfig(args.config, { log });
+    if (!loaded.ok) {
+      console.error(`stallguard watchdog: ${loaded.error}`);
+      process.exitCode = 2;
+      return;
+    }
+    const config = loaded.config;
+    const routerUrl = args.router || process.env.STALLGUARD_URL || config.plugin.router_url;
+    const opts = {
+      config,
+      servers: serverFlags(rawArgs),
+      routerUrl,
+      statePath: defaultStatePath(),
+      log,
+    };
+    if (args.once) {
+      const r = await runWatchdogTick(opts);
+      console.log(summary(r));
+      return;
+    }
+    if (!config.watchdog.enabled)
+      console.error("watchdog: watchdog.enabled is false; running anyway (foreground)");
+    const loop = startWatchdogLoop({ ...opts, onTick: (r) => console.log(summary(r)) });
+    await new Promise<void>((done) => {
+      const stop = () => {
+        process.off("SIGINT", stop);
+        process.off("SIGTERM", stop);
+        void loop.stop().then(done);
+      };
+      process.on("SIGINT", stop);
+      process.on("SIGTERM", stop);
+    });
   },
 });

@@ -21,14 +21,18 @@ export function fromToolHook(
   output: ToolHookOutput | undefined,
   ctx: Omit<CallContext, "sessionId">,
 ): ToolCall {
+  // Never throws on a malformed hook payload: missing fields become empty.
+  const i = (input !== null && typeof input === "object" ? input : {}) as Partial<ToolHookInput>;
+  const o = (output !== null && typeof output === "object" ? output : {}) as ToolHookOutput;
+  const text = (v: unknown, dflt: string) => (typeof v === "string" && v !== "" ? v : dflt);
   return toToolCall(
     {
-      tool: String(input.tool),
-      callId: String(input.callID),
-      args: input.args,
-      metadata: output?.metadata,
+      tool: text(i.tool, "unknown"),
+      callId: text(i.callID, ""),
+      args: i.args,
+      metadata: o.metadata,
       status: "completed",
     },
-    { ...ctx, sessionId: String(input.sessionID) },
+    { ...ctx, sessionId: text(i.sessionID, "unknown") },
   );
 }

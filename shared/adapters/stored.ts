@@ -79,7 +79,11 @@ export function observationsFromMessages(
     const parts = Array.isArray(obj(m).parts) ? (obj(m).parts as unknown[]) : [];
     const created = num(obj(info.time).created);
     const role = info.role;
-    agent = str(info.agent) ?? str(info.mode) ?? agent;
+    // The compaction summary request runs as agent "compaction": it is still
+    // this session's turn, and must not make a read-only agent look like a worker.
+    const named = str(info.agent) ?? str(info.mode);
+    const compactionTurn = named === "compaction" || info.summary === true;
+    if (named && !compactionTurn) agent = named;
     const base = { sessionId: session.id, parentId: session.parentId, agent: agent || "unknown" };
     if (role === "user") {
       if (parts.some((p) => obj(p).type === "compaction")) {

@@ -1,1 +1,292 @@
-export {};
+// The admin page's entry point (bundled by deploy/build.mjs to dist/admin/app.js).
+// Token from the fragment or IndexedDB, then a refresh loop over the API.
+import * as z from "zod/mini";
+import { parseDuration } from "../../../shared/duration.ts";
+import { type Api, ApiError, createApi } from "./api.ts";
+import { byId, h, replace } from "./dom.ts";
+import { renderEvents } from "./events-view.ts";
+import { fmtAgo, fmtTime, toMs } from "./format.ts";
+import { renderKnobs } from "./knobs-view.ts";
+import { renderChannels, renderDeliveries } from "./notifier-view.ts";
+import {
+  channelSchema,
+  deliverySchema,
+  eventSchema,
+  type Health,
+  healthSchema,
+  type Knob,
+  knobSchema,
+  knobsResponseSchema,
+  listIn,
+  parseRows,
+  sessionRowSchema,
+} from "./schemas.ts";
+import { renderSessions } from "./sessions-view.ts";
+import {
+  createTokenStore,
+  DEFAULT_PREFS,
+  fragmentWithoutToken,
+  type Prefs,
+  tokenFromFragment,
+} from "./token.ts";
+
+// The page's CSP has no 'unsafe-eval': keep zod from probing for it.
+z.config({ jitless: true });
+
+const REFRESH_MS = 3000;
+
+const el = {
+  auth: byId("auth"),
+  authMessage: byId("auth-message"),
+  authForm: byId<HTMLFormElement>("auth-form"),
+  tokenInput: byId<HTMLInputElement>("token-input"),
+  app: byId("app"),
+  status: byId("status"),
+  summary: byId("summary"),
+  prefAuto: byId<HTMLInputElement>("pref-auto"),
+  prefHideOk: byId<HTMLInputElement>("pref-hide-ok"),
+  refreshNow: byId<HTMLButtonElement>("refresh-now"),
+  forget: byId<HTMLButtonElement>("forget-token"),
+  health: byId("health"),
+  sessionsProblems: byId("sessions-problems"),
+  sessions: byId<HTMLTableElement>("sessions-table"),
+  deliveries: byId("deliveries-body"),
+  events: byId("events-body"),
+  channels: byId("channels-body"),
+  knobs: byId("knobs-body"),
+  reloadKnobs: byId<HTMLButtonElement>("reload-knobs"),
+};
+
+const store = createTokenStore((msg) => setStatus(msg, true));
+let prefs: Prefs = { ...DEFAULT_PREFS };
+let api: Api | null = null;
+/** Bumped on every start and on 401, so an old refresh loop stops itself. */
+let generation = 0;
+let timer: ReturnType<typeof setTimeout> | undefined;
+let knobs: Knob[] = [];
+const openReports = new Set<string>();
+
+function setStatus(text: string, error = false): void {
+  el.status.textContent = text;
+  el.status.className = error ? "err" : "dim";
+}
+
+function showPrompt(message: string): void {
+  generation++;
+  clearTimeout(timer);
+  api = null;
+  el.app.hidden = true;
+  el.auth.hidden = false;
+  el.authMessage.textContent = message;
+  el.authMessage.className = message.startsWith("401") ? "err" : "dim";
+  el.tokenInput.value = "";
+  el.tokenInput.focus();
+}
+
+function unauthorized(): void {
+  showPrompt(
+    "401: the router rejected this admin token. Enter the current one (printed by stallguard serve).",
+  );
+}
+
+/** Runs one API read; a 401 anywhere sends the page back to the token prompt. */
+async function guarded<T>(label: string, op: () => Promise<T>, errors: string[]): Promise<T | undefined> {
+  try {
+    return await op();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) throw err;
+    errors.push(`${label}: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+function watchdogLine(health: Health, now: number): HTMLElement {
+  const wd = health.watchdog;
+  const parts: (string | HTMLElement)[] = [`router ${health.version}, db ${health.db}; `];
+  if (!wd || toMs(wd.last_tick_at) === null) {
+    parts.push(h("span", { class: "warn", "data-watchdog": "none" }, "watchdog: no tick recorded"));
+  } else {
+    const raw = knobs.find((k) => k.path === "watchdog.interval")?.value;
+    const interval = typeof raw === "string" ? parseDuration(raw) : typeof raw === "number" ? raw : undefined;
+    const age = now - (toMs(wd.last_tick_at) ?? now);
+    const late = interval !== undefined && interval > 0 && age > 3 * interval;
+    parts.push(
+      h(
+        "span",
+        { class: late || wd.blind ? "warn" : "", "data-watchdog": late ? "late" : wd.blind ? "blind" : "ok" },
+        `watchdog: last tick ${fmtAgo(wd.last_tick_at, now)} (${fmtTime(wd.last_tick_at)})`,
+        late ? ", LATE: not running?" : "",
+        wd.blind ? ", BLIND: no opencode server answered" : "",
+      ),
+    );
+  }
+  return h("span", {}, ...parts);
+}
+
+async function treeAction(rootId: string, action: "stop" | "resume"): Promise<void> {
+  if (!api) return;
+  try {
+    await api.send("POST", `/api/trees/${encodeURIComponent(rootId)}/${action}`, { by: "admin" });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return unauthorized();
+    setStatus(`${action} ${rootId}: ${(err as Error).message}`, true);
+    return;
+  }
+  await refresh();
+}
+
+async function refresh(): Promise<void> {
+  const current = api;
+  if (!current) return;
+  const gen = generation;
+  const errors: string[] = [];
+  try {
+    const [health, sessions, events, deliveries] = await Promise.all([
+      guarded("health", () => current.get("/health"), errors),
+      guarded("sessions", () => current.get("/api/sessions"), errors),
+      guarded("events", () => current.get("/api/events?limit=50"), errors),
+      guarded("deliveries", () => current.get("/api/deliveries", { optional: true }), errors),
+    ]);
+    if (gen !== generation) return;
+    const now = Date.now();
+    const h1 = health === undefined ? undefined : healthSchema.safeParse(health);
+    if (h1?.success) replace(el.health, watchdogLine(h1.data, now));
+    else if (h1) errors.push(`health: ${h1.error.issues[0]?.message ?? "invalid"}`);
+
+    if (sessions !== undefined) {
+      const list = listIn(sessions, "sessions");
+      const parsed = parseRows(list ?? [], sessionRowSchema, "sessions");
+      if (list === null) parsed.problems.push("sessions: response has no sessions list");
+      replace(el.sessionsProblems, ...parsed.problems.map((p) => h("li", {}, p)));
+      const counts = renderSessions(el.sessions, parsed.rows, {
+        now,
+        serverVersion: h1?.success ? h1.data.version : null,
+        hideOk: prefs.hideOk,
+        openReports,
+        stop: (root) => treeAction(root, "stop"),
+        resume: (root) => treeAction(root, "resume"),
+      });
+      replace(
+        el.summary,
+        `${counts.trees} trees, ${parsed.rows.length} sessions, `,
+        h("span", { class: counts.flagged ? "warn" : "" }, `${counts.flagged} flagged`),
+        ", ",
+        h("span", { class: counts.refusedTrees ? "refused" : "" }, `${counts.refusedTrees} refused trees`),
+      );
+    }
+    if (events !== undefined) {
+      const parsed = parseRows(listIn(events, "events") ?? [], eventSchema, "events");
+      renderEvents(el.events, parsed.rows, parsed.problems, now);
+    }
+    if (deliveries !== undefined) {
+      const list = deliveries === null ? null : listIn(deliveries, "deliveries");
+      const parsed = parseRows(list ?? [], deliverySchema, "deliveries");
+      renderDeliveries(el.deliveries, list === null ? null : parsed.rows, parsed.problems, now);
+    }
+    setStatus(errors.length ? errors.join("; ") : `updated ${fmtTime(now)}`, errors.length > 0);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) unauthorized();
+    else setStatus(`refresh: ${(err as Error).message}`, true);
+  }
+}
+
+async function loadKnobs(): Promise<void> {
+  const current = api;
+  if (!current) return;
+  try {
+    const body = knobsResponseSchema.parse(await current.get("/api/knobs"));
+    const parsed = parseRows(body.knobs, knobSchema, "knobs");
+    knobs = parsed.rows;
+    renderKnobs(el.knobs, knobs, body.excluded, parsed.problems, current);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return unauthorized();
+    replace(el.knobs, h("div", { class: "err" }, `knobs: ${(err as Error).message}`));
+  }
+}
+
+async function loadChannels(): Promise<void> {
+  const current = api;
+  if (!current) return;
+  try {
+    const body = await current.get("/api/channels", { optional: true });
+    const list = body === null ? null : listIn(body, "channels");
+    const parsed = parseRows(list ?? [], channelSchema, "channels");
+    renderChannels(
+      el.channels,
+      list === null ? null : parsed.rows,
+      parsed.problems,
+      current,
+      loadChannels,
+      refresh,
+    );
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return unauthorized();
+    replace(el.channels, h("div", { class: "err" }, `channels: ${(err as Error).message}`));
+  }
+}
+
+function schedule(gen: number): void {
+  clearTimeout(timer);
+  if (!prefs.autoRefresh) return;
+  timer = setTimeout(async () => {
+    if (gen !== generation) return;
+    await refresh();
+    if (gen === generation) schedule(gen);
+  }, REFRESH_MS);
+}
+
+async function start(token: string): Promise<void> {
+  generation++;
+  const gen = generation;
+  api = createApi(token);
+  el.auth.hidden = true;
+  el.app.hidden = false;
+  setStatus("loading");
+  await Promise.all([loadKnobs(), loadChannels(), refresh()]);
+  if (gen === generation) schedule(gen);
+}
+
+async function boot(): Promise<void> {
+  const fromFragment = tokenFromFragment(location.hash);
+  if (fromFragment) {
+    // Drop the token from the address bar (and from history) before anything else.
+    history.replaceState(
+      null,
+      "",
+      `${location.pathname}${location.search}${fragmentWithoutToken(location.hash)}`,
+    );
+    await store.save(fromFragment);
+  }
+  prefs = await store.loadPrefs();
+  el.prefAuto.checked = prefs.autoRefresh;
+  el.prefHideOk.checked = prefs.hideOk;
+  el.prefAuto.addEventListener("change", () => {
+    prefs = { ...prefs, autoRefresh: el.prefAuto.checked };
+    void store.savePrefs(prefs);
+    if (api) schedule(generation);
+  });
+  el.prefHideOk.addEventListener("change", () => {
+    prefs = { ...prefs, hideOk: el.prefHideOk.checked };
+    void store.savePrefs(prefs);
+    void refresh();
+  });
+  el.refreshNow.addEventListener("click", () => void refresh());
+  el.reloadKnobs.addEventListener("click", () => void loadKnobs());
+  el.forget.addEventListener("click", async () => {
+    await store.forget();
+    showPrompt("token forgotten");
+  });
+  el.authForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const token = el.tokenInput.value.trim();
+    if (!token) return;
+    await store.save(token);
+    await start(token);
+  });
+  const token = fromFragment ?? (await store.load());
+  if (token) await start(token);
+  else
+    showPrompt("no admin token stored: open the admin URL printed by stallguard serve, or paste the token");
+}
+
+void boot();

@@ -1,0 +1,151 @@
+// Fire-and-forget delivery of /progress messages. enqueue() is synchronous and
+// never throws; one request is in flight at a time, with a short timeout; a
+// batch that fails for a reason a retry can fix stays queued and is retried
+// with backoff. The queue is bounded: the oldest messages go first, and only
+// the newest heartbeat is ever kept.
+import type { ProgressMessage } from "../shared/index.ts";
+
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+export interface ReporterOptions {
+  /** The router's base URL; messages go to {url}/progress. */
+  url: string;
+  token: string | null;
+  timeoutMs: number;
+  queueSize: number;
+  fetch?: FetchLike;
+  /** First retry delay; doubles per failure up to maxRetryMs. */
+  retryMs?: number;
+  maxRetryMs?: number;
+  /** At most this many messages per POST (the wire allows 100). */
+  batchSize?: number;
+  log?: (level: "warn" | "error", code: string, message: string) => void;
+}
+
+export interface ReporterStats {
+  sent: number;
+  batches: number;
+  failures: number;
+  dropped: number;
+  rejected: number;
+}
+
+export type SendOutcome = "sent" | "retry" | "rejected";
+
+/** How a /progress answer is handled: retry what a later attempt can fix. */
+export function outcomeOf(status: number): SendOutcome {
+  if (status >= 200 && status < 300) return "sent";
+  if (status === 408 || status === 425 || status === 429 || status >= 500) return "retry";
+  return "rejected";
+}
+
+export class Reporter {
+  private queue: ProgressMessage[] = [];
+  private inflight: Promise<void> | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private failuresInRow = 0;
+  private closed = false;
+  private readonly endpoint: string;
+  private readonly doFetch: FetchLike;
+  readonly stats: ReporterStats = { sent: 0, batches: 0, failures: 0, dropped: 0, rejected: 0 };
+
+  constructor(private readonly opts: ReporterOptions) {
+    this.endpoint = `${opts.url.replace(/\/+$/, "")}/progress`;
+    this.doFetch = opts.fetch ?? ((url, init) => fetch(url, init));
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Queues a message and schedules a send. Never awaits, never throws. */
+  enqueue(msg: ProgressMessage): void {
+    if (this.closed) return;
+    if (msg.type === "heartbeat") this.queue = this.queue.filter((m) => m.type !== "heartbeat");
+    this.queue.push(msg);
+    while (this.queue.length > this.opts.queueSize) {
+      // Drop the oldest heartbeat first, then the oldest message.
+      const hb = this.queue.findIndex((m) => m.type === "heartbeat");
+      this.queue.splice(hb >= 0 && hb < this.queue.length - 1 ? hb : 0, 1);
+      this.stats.dropped++;
+    }
+    if (this.failuresInRow === 0) this.schedule(0);
+  }
+
+  /** Sends what is queued now (for dispose and tests); resolves when the queue is empty or a send failed. */
+  async flush(): Promise<void> {
+    if (this.inflight) await this.inflight;
+    while (this.queue.length > 0) {
+      const before = this.stats.failures;
+      await this.sendBatch();
+      if (this.stats.failures !== before) return;
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(delay: number): void {
+    if (this.timer || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.sendBatch();
+    }, delay);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  private sendBatch(): Promise<void> {
+    if (this.inflight) return this.inflight;
+    if (this.queue.length === 0) return Promise.resolve();
+    const batch = this.queue.slice(0, this.opts.batchSize ?? 100);
+    this.inflight = this.post(batch)
+      .then((outcome) => this.settle(batch, outcome))
+      .catch(() => this.settle(batch, "retry"))
+      .finally(() => {
+        this.inflight = null;
+      });
+    return this.inflight;
+  }
+
+  private async post(batch: ProgressMessage[]): Promise<SendOutcome> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    const res = await this.doFetch(this.endpoint, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(batch.length === 1 ? batch[0] : batch),
+      signal: AbortSignal.timeout(this.opts.timeoutMs),
+    });
+    // Drain the body so the connection is released; its content is not needed.
+    await res.text().catch(() => "");
+    const outcome = outcomeOf(res.status);
+    if (outcome === "rejected")
+      this.opts.log?.("warn", "progress_rejected", `router answered ${res.status} to /progress`);
+    return outcome;
+  }
+
+  private settle(batch: ProgressMessage[], outcome: SendOutcome): void {
+    if (outcome === "retry") {
+      this.stats.failures++;
+      this.failuresInRow++;
+      const base = this.opts.retryMs ?? 1000;
+      const delay = Math.min(this.opts.maxRetryMs ?? 10_000, base * 2 ** (this.failuresInRow - 1));
+      this.schedule(delay);
+      return;
+    }
+    // Sent or rejected for good: either way these messages leave the queue.
+    const sent = new Set(batch);
+    this.queue = this.queue.filter((m) => !sent.has(m));
+    this.failuresInRow = 0;
+    if (outcome === "sent") {
+      this.stats.sent += batch.length;
+      this.stats.batches++;
+    } else {
+      this.stats.rejected += batch.length;
+    }
+    if (this.queue.length > 0) this.schedule(0);
+  }
+}

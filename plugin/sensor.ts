@@ -1,0 +1,85 @@
+// Tool calls in, the core's ToolCall out, each counted once. Two paths:
+// tool.execute.after (successful tools only) and message.part.updated tool
+// parts (the only place failed tools show up). The hook always runs before
+// the part turns completed, so a completed part whose call the hook already
+// counted is skipped; a part is never counted twice however often it is
+// re-published. Nothing of the arguments or output is kept here.
+import { type CallContext, fromToolHook, fromToolPart, type ToolCall } from "../shared/index.ts";
+import { capSet } from "./capped.ts";
+
+type Rec = Record<string, unknown>;
+function obj(v: unknown): Rec {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
+}
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+const key = (sessionId: string, callId: string) => `${sessionId}\u0000${callId}`;
+
+export class CallDedupe {
+  /** Calls counted through the hook whose completed part has not arrived yet. */
+  private readonly viaHook = new Map<string, true>();
+  /** Part ids already handled (counted or skipped). */
+  private readonly parts = new Map<string, true>();
+
+  constructor(private readonly capacity = 4096) {}
+
+  get size(): number {
+    return this.viaHook.size + this.parts.size;
+  }
+
+  /** The hook saw this call: count it, and skip its completed part later. */
+  fromHook(sessionId: string, callId: string): boolean {
+    capSet(this.viaHook, key(sessionId, callId), true, this.capacity);
+    return true;
+  }
+
+  /** A finished tool part: true when it must be counted (not seen via the hook, not seen before). */
+  fromPart(partId: string | undefined, sessionId: string, callId: string, status: string): boolean {
+    if (partId) {
+      if (this.parts.has(partId)) return false;
+      capSet(this.parts, partId, true, this.capacity);
+    }
+    const k = key(sessionId, callId);
+    if (status === "completed" && this.viaHook.has(k)) {
+      this.viaHook.delete(k);
+      return false;
+    }
+    return true;
+  }
+}
+
+/** What a finished tool part looks like to the dedupe, without touching its contents. */
+export function toolPartHead(
+  part: unknown,
+): { partId: string | undefined; sessionId: string; callId: string; status: "completed" | "error" } | null {
+  const p = obj(part);
+  if (p.type !== "tool") return null;
+  const status = obj(p.state).status;
+  if (status !== "completed" && status !== "error") return null;
+  const sessionId = str(p.sessionID);
+  const callId = str(p.callID) ?? str(p.id);
+  if (!sessionId || !callId) return null;
+  return { partId: str(p.id), sessionId, callId, status };
+}
+
+export type SensorContext = Omit<CallContext, "sessionId">;
+
+/** tool.execute.after -> ToolCall. */
+export function callFromHook(input: unknown, output: unknown, ctx: SensorContext): ToolCall | null {
+  const i = obj(input);
+  const sessionID = str(i.sessionID);
+  const callID = str(i.callID);
+  const tool = str(i.tool);
+  if (!sessionID || !callID || !tool) return null;
+  return fromToolHook({ tool, sessionID, callID, args: i.args }, obj(output), ctx);
+}
+
+/** A finished tool part -> ToolCall (the part's own session id wins). */
+export function callFromPart(part: unknown, ctx: Omit<SensorContext, "time"> & { time: number }) {
+  const p = obj(part);
+  const sessionId = str(p.sessionID);
+  if (!sessionId) return null;
+  return fromToolPart(part, { ...ctx, sessionId });
+}

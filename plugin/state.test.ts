@@ -1,0 +1,293 @@
+// The Stallguard object fed the exact hook and event shapes opencode 1.18.33
+// produces (see opencode-reference.md), with a real receiver behind the queue.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Transition } from "../shared/index.ts";
+import { type Receiver, startReceiver } from "./_test-receiver.ts";
+import { loadSettings } from "./settings.ts";
+import { type ClientLike, Stallguard } from "./state.ts";
+import type { Toast } from "./toast.ts";
+
+let rx: Receiver;
+let sg: Stallguard | undefined;
+let dir: string;
+let clock = 1_000_000;
+const toasts: Toast[] = [];
+
+beforeEach(async () => {
+  rx = await startReceiver();
+  dir = mkdtempSync(join(tmpdir(), "sg-state-"));
+  toasts.length = 0;
+});
+afterEach(async () => {
+  await sg?.dispose();
+  sg = undefined;
+  await rx.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function make(opts: { client?: ClientLike; env?: Record<string, string> } = {}): Stallguard {
+  const { settings } = loadSettings({ env: { STALLGUARD_URL: rx.url, ...opts.env } });
+  sg = new Stallguard({
+    settings,
+    directory: dir,
+    now: () => clock,
+    instanceId: "sg_test_1",
+    version: "9.9.9",
+    retryMs: 20,
+    client: opts.client ?? {
+      tui: {
+        showToast: async ({ body }) => {
+          toasts.push(body);
+          return true;
+        },
+      },
+    },
+  });
+  return sg;
+}
+
+let seq = 0;
+async function step(s: Stallguard, sessionId: string, agent: string): Promise<Record<string, string>> {
+  clock += 1000;
+  const out = { headers: {} as Record<string, string> };
+  await s.headers({ sessionID: sessionId, agent, model: { id: "loop" }, provider: {}, message: {} }, out);
+  return out.headers;
+}
+function hookCall(s: Stallguard, sessionId: string, tool: string, args: unknown, metadata: unknown) {
+  const callID = `call_${++seq}`;
+  s.toolAfter({ tool, sessionID: sessionId, callID, args }, { title: "", output: "", metadata });
+  // opencode then publishes the completed part: it must not be counted again.
+  s.event({
+    type: "message.part.updated",
+    properties: {
+      part: {
+        id: `prt_${seq}`,
+        type: "tool",
+        tool,
+        callID,
+        sessionID: sessionId,
+        state: { status: "completed", input: args, metadata, time: { start: clock, end: clock } },
+      },
+    },
+  });
+}
+function failedPart(s: Stallguard, sessionId: string, tool: string, args: unknown) {
+  const callID = `call_${++seq}`;
+  const part = {
+    id: `prt_${seq}`,
+    type: "tool",
+    tool,
+    callID,
+    sessionID: sessionId,
+    state: { status: "error", input: args, error: "File not found", time: { start: clock, end: clock } },
+  };
+  s.event({
+    type: "message.part.updated",
+    properties: { part: { ...part, state: { status: "running", input: args } } },
+  });
+  s.event({ type: "message.part.updated", properties: { part } });
+  s.event({ type: "message.part.updated", properties: { part } });
+}
+const transitions = (id: string) =>
+  rx.messages.filter((m): m is Transition => m.type === "transition" && m.session_id === id);
+
+describe("Stallguard", () => {
+  it("sets the identity headers, with the parent from session.created", async () => {
+    const s = make();
+    s.event({ type: "session.created", properties: { info: { id: "ses_child", parentID: "ses_root" } } });
+    expect(await step(s, "ses_child", "Explore")).toEqual({
+      "X-Router-Conversation": "ses_child",
+      "X-Router-Agent": "explore",
+      "X-Router-Parent": "ses_root",
+      "X-Stallguard-Plugin": "9.9.9",
+    });
+    expect(await step(s, "ses_root", "build")).not.toHaveProperty("X-Router-Parent");
+  });
+
+  it("falls back to client.session.get for a parent it never saw", async () => {
+    let calls = 0;
+    const s = make({
+      client: {
+        session: {
+          get: async ({ path }) => {
+            calls++;
+            return { data: { id: path.id, parentID: "ses_p" } };
+          },
+        },
+      },
+    });
+    expect((await step(s, "ses_late", "general"))["X-Router-Parent"]).toBe("ses_p");
+    expect((await step(s, "ses_late", "general"))["X-Router-Parent"]).toBe("ses_p");
+    expect(calls).toBe(1);
+  });
+
+  it("counts a call seen by both the hook and its part once; errors only from parts", async () => {
+    const s = make();
+    await step(s, "ses_a", "build");
+    hookCall(s, "ses_a", "read", { filePath: join(dir, "a.ts") }, { preview: "" });
+    failedPart(s, "ses_a", "read", { filePath: join(dir, "gone.ts") });
+    const sig = s.forest.get("ses_a")?.signals();
+    expect(sig?.calls).toBe(2);
+    expect(sig?.failures).toBe(1);
+    expect(s.stats().calls).toBe(2);
+  });
+
+  it("a worker re-reading one file: ok -> stalling -> looping, valid bodies, toasts", async () => {
+    const s = make();
+    for (let i = 0; i < 26; i++) {
+      await step(s, "ses_w", "build");
+      hookCall(s, "ses_w", "read", { filePath: join(dir, "navbar.js") }, { preview: "secret content" });
+    }
+    await expect.poll(() => transitions("ses_w").map((t) => t.verdict)).toEqual(["stalling", "looping"]);
+    expect(rx.invalid).toEqual([]);
+    expect(transitions("ses_w")[0]?.top_target).toBe("read navbar.js");
+    expect(toasts.map((t) => t.variant)).toEqual(["warning", "error"]);
+    expect(toasts[0]?.message).toContain("ses_w");
+    expect(rx.bodies.map((b) => b.raw).join("")).not.toContain("secret content");
+  });
+
+  it("a write that changes the file lands; rewriting the same content does not", async () => {
+    const s = make();
+    const file = join(dir, "out.txt");
+    writeFileSync(file, "same\n");
+    const write = async (content: string) => {
+      const callID = `call_${++seq}`;
+      const args = { filePath: file, content };
+      await s.toolBefore({ tool: "write", sessionID: "ses_wr", callID }, { args });
+      writeFileSync(file, content);
+      s.toolAfter({ tool: "write", sessionID: "ses_wr", callID, args }, { metadata: { exists: true } });
+    };
+    await step(s, "ses_wr", "build");
+    await write("same\n");
+    expect(s.forest.get("ses_wr")?.signals().landed).toBe(0);
+    await write("changed\n");
+    expect(s.forest.get("ses_wr")?.signals().landed).toBe(1);
+  });
+
+  it("a test that passes after failing lands; bash exit comes from metadata.exit", async () => {
+    const s = make();
+    await step(s, "ses_t", "build");
+    hookCall(s, "ses_t", "bash", { command: "npm test" }, { exit: 1, output: "" });
+    hookCall(s, "ses_t", "bash", { command: "npm test" }, { exit: 0, output: "FAILED (looks bad, is not)" });
+    const sig = s.forest.get("ses_t")?.signals();
+    expect(sig?.failures).toBe(1);
+    expect(sig?.landed).toBe(1);
+  });
+
+  it("roll-up: a child's landed writes keep its parent ok; without the parent link it would be flagged", async () => {
+    const run = async (linkParent: boolean) => {
+      const s = make();
+      for (let i = 0; i < 8; i++) {
+        await step(s, "ses_orch", "atlas");
+        hookCall(s, "ses_orch", "read", { filePath: join(dir, "plan.md") }, {});
+        const child = `ses_kid${i}`;
+        if (linkParent)
+          s.event({ type: "session.created", properties: { info: { id: child, parentID: "ses_orch" } } });
+        await step(s, child, "general");
+        const callID = `call_${++seq}`;
+        const args = { filePath: join(dir, `kid${i}.txt`), content: `${i}` };
+        await s.toolBefore({ tool: "write", sessionID: child, callID }, { args });
+        s.toolAfter({ tool: "write", sessionID: child, callID, args }, { metadata: { exists: false } });
+      }
+      const verdict = s.forest.get("ses_orch")?.lastVerdict.verdict;
+      await s.dispose();
+      sg = undefined;
+      return verdict;
+    };
+    expect(await run(true)).toBe("ok");
+    expect(await run(false)).toBe("stalling");
+  });
+
+  it("counts turns per agent step, not for title calls; injected turns are a signal", async () => {
+    const s = make();
+    await step(s, "ses_i", "title");
+    await step(s, "ses_i", "build");
+    s.chatMessage(
+      { sessionID: "ses_i" },
+      { message: { id: "msg_u1" }, parts: [{ type: "text", text: "go" }] },
+    );
+    s.chatMessage(
+      { sessionID: "ses_i" },
+      {
+        message: { id: "msg_u2" },
+        parts: [{ type: "text", text: "[SYSTEM DIRECTIVE: OH-MY-OPENCODE - X]" }],
+      },
+    );
+    // opencode's own continue turn: only a synthetic part.
+    s.event({
+      type: "message.part.updated",
+      properties: {
+        part: {
+          type: "text",
+          synthetic: true,
+          metadata: { compaction_continue: true },
+          sessionID: "ses_i",
+          messageID: "msg_c",
+        },
+      },
+    });
+    // A part of a message chat.message already saw is not counted twice.
+    s.event({
+      type: "message.part.updated",
+      properties: {
+        part: {
+          type: "text",
+          synthetic: true,
+          metadata: { compaction_continue: true },
+          sessionID: "ses_i",
+          messageID: "msg_u2",
+        },
+      },
+    });
+    const sig = s.forest.get("ses_i")?.signals();
+    expect(sig?.turns).toBe(1);
+    expect(sig?.injectedTotal).toBe(2);
+  });
+
+  it("spend from message.updated feeds $ since landed", async () => {
+    const s = make();
+    await step(s, "ses_u", "build");
+    const info = {
+      id: "msg_a",
+      sessionID: "ses_u",
+      role: "assistant",
+      cost: 0.25,
+      tokens: { input: 10 },
+      time: { completed: clock },
+    };
+    s.event({ type: "message.updated", properties: { info } });
+    s.event({ type: "message.updated", properties: { info } });
+    expect(s.forest.get("ses_u")?.signals().usdSinceLanded).toBeCloseTo(0.25);
+  });
+
+  it("heartbeat: instance id, version and live sessions; idle sessions are evicted", async () => {
+    const s = make();
+    await step(s, "ses_h", "build");
+    s.heartbeat();
+    await expect.poll(() => rx.messages.filter((m) => m.type === "heartbeat").length).toBe(1);
+    const hb = rx.messages.find((m) => m.type === "heartbeat");
+    expect(hb).toMatchObject({ instance_id: "sg_test_1", plugin_version: "9.9.9" });
+    expect(hb?.type === "heartbeat" && hb.sessions.map((x) => x.session_id)).toEqual(["ses_h"]);
+    clock += 3 * 3600_000;
+    s.heartbeat();
+    expect(s.stats().sessions).toBe(0);
+  });
+
+  it("memory stays bounded by plugin.max_sessions", async () => {
+    const { settings } = loadSettings({
+      env: { STALLGUARD_URL: rx.url },
+      options: { plugin: { max_sessions: 20 } },
+    });
+    sg = new Stallguard({ settings, directory: dir, now: () => clock });
+    for (let i = 0; i < 500; i++) {
+      sg.event({ type: "session.created", properties: { info: { id: `ses_${i}`, parentID: "ses_root" } } });
+      await step(sg, `ses_${i}`, "build");
+      hookCall(sg, `ses_${i}`, "read", { filePath: "/x" }, {});
+    }
+    expect(sg.stats().sessions).toBeLessThanOrEqual(20);
+    expect(sg.stats().identities).toBeLessThanOrEqual(80);
+  });
+});

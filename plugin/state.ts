@@ -1,0 +1,396 @@
+// The plugin's one stateful object: it takes what the hooks hand it, turns it
+// into the core's observations, runs the core's judge (SessionForest, with
+// children rolled up into their root) and acts on verdict transitions only:
+// a /progress report through the queue and, for stalling or looping, a toast.
+// Nothing here awaits the network on the tool path.
+import {
+  incidentReport,
+  type Observation,
+  SessionForest,
+  toTransition,
+  type VerdictChange,
+} from "../shared/index.ts";
+import { capSet } from "./capped.ts";
+import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
+import { type FetchLike, Reporter } from "./reporter.ts";
+import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./sensor.ts";
+import type { Settings } from "./settings.ts";
+import { type Toast, toastFor } from "./toast.ts";
+import { continuationPartOf, requestKind, usageOf, userTurnOf } from "./turns.ts";
+import { PLUGIN_VERSION } from "./version.ts";
+import { hashFile, WriteProbe } from "./write-probe.ts";
+
+type Rec = Record<string, unknown>;
+function obj(v: unknown): Rec {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
+}
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+/** The parts of opencode's client the plugin uses; every call is optional and may fail. */
+export interface ClientLike {
+  session?: { get?: (o: { path: { id: string } }) => Promise<unknown> };
+  tui?: { showToast?: (o: { body: Toast }) => Promise<unknown> };
+  app?: {
+    log?: (o: { body: { service: string; level: "warn" | "error"; message: string } }) => Promise<unknown>;
+  };
+}
+
+export interface StallguardDeps {
+  settings: Settings;
+  /** The opencode instance directory; targets are made relative to it. */
+  directory?: string | null;
+  client?: ClientLike;
+  fetch?: FetchLike;
+  now?: () => number;
+  instanceId?: string;
+  version?: string;
+  hashFile?: (path: string) => Promise<string | null | undefined>;
+  /** Milliseconds chat.headers waits for a parent lookup. */
+  lookupBudgetMs?: number;
+  retryMs?: number;
+}
+
+export interface StallguardStats {
+  sessions: number;
+  identities: number;
+  calls: number;
+  turns: number;
+  transitions: number;
+  toasts: number;
+  queued: number;
+}
+
+const LOG_EVERY_MS = 60_000;
+
+export class Stallguard {
+  readonly forest: SessionForest;
+  readonly identity: IdentityCache;
+  readonly reporter: Reporter;
+  private readonly dedupe: CallDedupe;
+  private readonly writes: WriteProbe;
+  private readonly userMessages = new Map<string, true>();
+  private readonly lastLog = new Map<string, number>();
+  private readonly now: () => number;
+  private readonly version: string;
+  private readonly instanceId: string;
+  private readonly directory: string | null;
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private readonly counts = { calls: 0, turns: 0, transitions: 0, toasts: 0 };
+  /** Every transition, newest last (bounded), for tests and the bench. */
+  readonly transitions: VerdictChange[] = [];
+
+  constructor(private readonly deps: StallguardDeps) {
+    const s = deps.settings;
+    this.now = deps.now ?? Date.now;
+    this.version = deps.version ?? PLUGIN_VERSION;
+    this.instanceId = deps.instanceId ?? `sg_${Math.random().toString(36).slice(2, 12)}${Date.now()}`;
+    this.directory = deps.directory ?? null;
+    this.forest = new SessionForest(s.policy, { maxSessions: s.maxSessions });
+    const lookup = deps.client?.session?.get;
+    this.identity = new IdentityCache({
+      capacity: s.maxSessions * 4,
+      now: this.now,
+      lookupBudgetMs: deps.lookupBudgetMs ?? 250,
+      onParent: (id, parent) => this.forest.setParent(id, parent),
+      ...(lookup
+        ? {
+            lookup: async (id: string) => {
+              const res = obj(await lookup.call(deps.client?.session, { path: { id } }));
+              const data = obj(res.data);
+              if (str(data.id) !== id) throw new Error("session lookup failed");
+              return str(data.parentID) ?? null;
+            },
+          }
+        : {}),
+    });
+    this.reporter = new Reporter({
+      url: s.routerUrl,
+      token: s.token,
+      timeoutMs: s.timeoutMs,
+      queueSize: s.queueSize,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+      ...(deps.retryMs ? { retryMs: deps.retryMs } : {}),
+      log: (level, code, message) => this.log(level, code, message),
+    });
+    this.dedupe = new CallDedupe(Math.max(1024, s.maxSessions * 8));
+    this.writes = new WriteProbe(this.directory, 1024, deps.hashFile ?? hashFile);
+  }
+
+  /** Starts the heartbeat (one now, then every settings.heartbeatMs). */
+  start(): void {
+    if (this.timer) return;
+    this.heartbeat();
+    this.timer = setInterval(() => {
+      try {
+        this.heartbeat();
+      } catch (err) {
+        this.log("error", "heartbeat_failed", String(err));
+      }
+    }, this.deps.settings.heartbeatMs);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  async dispose(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    let cut: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.reporter.flush(),
+      new Promise<void>((r) => {
+        cut = setTimeout(r, this.deps.settings.timeoutMs);
+      }),
+    ]);
+    clearTimeout(cut);
+    this.reporter.close();
+  }
+
+  stats(): StallguardStats {
+    return {
+      sessions: this.forest.size,
+      identities: this.identity.size,
+      ...this.counts,
+      queued: this.reporter.pending,
+    };
+  }
+
+  // -------------------------------------------------------------------------
+  // Hook entry points.
+
+  /** chat.headers: identity headers on every LLM request, and one turn per agent step. */
+  async headers(input: unknown, output: unknown): Promise<void> {
+    const i = obj(input);
+    const sessionId = str(i.sessionID);
+    const headers = obj(output).headers;
+    if (!sessionId || typeof headers !== "object" || headers === null) return;
+    const kind = requestKind(i.agent);
+    if (kind === "turn") this.identity.setAgent(sessionId, str(i.agent));
+    const agent = kind === "turn" ? this.identity.agentOf(sessionId) : String(i.agent ?? "unknown");
+    const parentId = await this.identity.resolveParent(sessionId);
+    Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }));
+    if (kind === "title") return;
+    const time = this.now();
+    if (kind === "compaction") {
+      this.observe({ kind: "compaction", sessionId, time });
+      return;
+    }
+    this.counts.turns++;
+    const model = obj(i.model);
+    const modelId = str(model.id);
+    this.observe({
+      kind: "turn",
+      sessionId,
+      parentId: parentId ?? null,
+      agent,
+      time,
+      ...(modelId ? { model: modelId.slice(0, 120) } : {}),
+    });
+  }
+
+  /** chat.message: a user turn; injected continuations are a signal. */
+  chatMessage(input: unknown, output: unknown): void {
+    const u = userTurnOf(input, output, this.deps.settings.policy.continuationMarkers);
+    if (!u) return;
+    if (u.messageId) capSet(this.userMessages, u.messageId, true, 2048);
+    this.identity.setAgent(u.sessionId, u.agent);
+    this.observe({
+      kind: "user",
+      sessionId: u.sessionId,
+      parentId: this.identity.parentOf(u.sessionId) ?? null,
+      agent: this.identity.agentOf(u.sessionId),
+      time: this.now(),
+      injected: u.injected,
+    });
+  }
+
+  /** tool.execute.before: hash a file before write replaces it. */
+  toolBefore(input: unknown, output: unknown): Promise<void> {
+    return this.writes.before(input, output);
+  }
+
+  /** tool.execute.after (successful tools): synchronous, no network. */
+  toolAfter(input: unknown, output: unknown): void {
+    const i = obj(input);
+    const sessionId = str(i.sessionID);
+    const callId = str(i.callID);
+    if (!sessionId || !callId) return;
+    const parentId = this.parentFor(sessionId);
+    const call = callFromHook(input, output, {
+      parentId,
+      agent: this.identity.agentOf(sessionId),
+      time: this.now(),
+      directory: this.directory,
+      testPatterns: this.deps.settings.policy.testPatterns,
+      writePrior: this.writes.take(sessionId, callId),
+    });
+    if (!call) return;
+    this.dedupe.fromHook(sessionId, callId);
+    if (call.tool === "task") {
+      const child = str(obj(obj(output).metadata).sessionId);
+      if (child && child !== sessionId) this.identity.setParent(child, sessionId);
+    }
+    this.counts.calls++;
+    this.observe({ kind: "tool", call });
+  }
+
+  /** The event hook: parents, failed tools, opencode's own continue turns, spend, compactions. */
+  event(event: unknown): void {
+    const e = obj(event);
+    const props = e.properties;
+    switch (e.type) {
+      case "message.part.updated":
+        this.onPart(obj(props).part);
+        return;
+      case "message.updated": {
+        const usage = usageOf(props);
+        if (usage) this.observe(usage);
+        return;
+      }
+      case "session.created":
+      case "session.updated": {
+        const info = sessionInfoOf(props);
+        if (!info) return;
+        this.identity.setParent(info.id, info.parentId);
+        if (info.agent) this.identity.setAgent(info.id, info.agent);
+        return;
+      }
+      case "session.deleted": {
+        const info = sessionInfoOf(props);
+        if (info) this.identity.forget(info.id);
+        return;
+      }
+      case "session.compacted": {
+        const sessionId = str(obj(props).sessionID);
+        if (sessionId) this.observe({ kind: "compaction", sessionId, time: this.now() });
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** Sends the heartbeat and evicts sessions idle for longer than plugin.idle_evict. */
+  heartbeat(): void {
+    const now = this.now();
+    for (const id of this.forest.evictIdle(now - this.deps.settings.idleEvictMs)) this.identity.forget(id);
+    const sessions = this.forest
+      .ids()
+      .map((id) => this.forest.get(id))
+      .filter((t) => t !== undefined)
+      .sort((a, b) => b.lastActivity - a.lastActivity)
+      .slice(0, 2000)
+      .map((t) => {
+        const s = t.signals();
+        return {
+          session_id: t.id,
+          parent_id: this.forest.parentOf(t.id),
+          root_id: this.forest.rootOf(t.id),
+          agent: t.agent,
+          verdict: t.lastVerdict.verdict,
+          turns: s.turns,
+          turns_since_landed: s.turnsSinceLanded,
+          last_landed_at: s.lastLandedAt === null ? null : Math.max(0, Math.floor(s.lastLandedAt)),
+          context_tokens: Math.max(0, Math.floor(s.contextTokens)),
+        };
+      });
+    this.reporter.enqueue({
+      type: "heartbeat",
+      instance_id: this.instanceId,
+      plugin_version: this.version.slice(0, 64) || "dev",
+      at: Math.floor(now),
+      sessions,
+    });
+  }
+
+  // -------------------------------------------------------------------------
+
+  private parentFor(sessionId: string): string | null {
+    const known = this.identity.parentOf(sessionId);
+    if (known !== undefined) return known;
+    // Not known yet (plugin loaded mid-session): ask in the background.
+    this.identity.resolveParent(sessionId).catch(() => undefined);
+    return null;
+  }
+
+  private onPart(part: unknown): void {
+    const head = toolPartHead(part);
+    if (head) {
+      if (!this.dedupe.fromPart(head.partId, head.sessionId, head.callId, head.status)) return;
+      const call = callFromPart(part, {
+        parentId: this.parentFor(head.sessionId),
+        agent: this.identity.agentOf(head.sessionId),
+        time: this.now(),
+        directory: this.directory,
+        testPatterns: this.deps.settings.policy.testPatterns,
+      });
+      if (!call) return;
+      this.counts.calls++;
+      this.observe({ kind: "tool", call });
+      return;
+    }
+    const cont = continuationPartOf(part);
+    if (!cont || this.userMessages.has(cont.messageId)) return;
+    capSet(this.userMessages, cont.messageId, true, 2048);
+    this.observe({
+      kind: "user",
+      sessionId: cont.sessionId,
+      parentId: this.identity.parentOf(cont.sessionId) ?? null,
+      agent: this.identity.agentOf(cont.sessionId),
+      time: this.now(),
+      injected: true,
+    });
+  }
+
+  private observe(obs: Observation): void {
+    const { changes } = this.forest.observe(obs);
+    for (const c of changes) this.onChange(c);
+  }
+
+  private onChange(c: VerdictChange): void {
+    this.counts.transitions++;
+    this.transitions.push(c);
+    if (this.transitions.length > 200) this.transitions.shift();
+    const report = incidentReport({
+      sessionId: c.sessionId,
+      agent: c.agent,
+      parentId: c.parentId,
+      verdict: c.verdict,
+      reason: c.reason,
+      signals: c.signals,
+    });
+    this.reporter.enqueue(
+      toTransition(c, { source: "plugin", report, pluginVersion: this.version.slice(0, 64) || "dev" }),
+    );
+    const toast = this.deps.settings.toasts ? toastFor(c) : null;
+    const show = this.deps.client?.tui?.showToast;
+    if (!toast || !show) return;
+    this.counts.toasts++;
+    try {
+      show.call(this.deps.client?.tui, { body: toast }).catch((err: unknown) => {
+        this.log("warn", "toast_failed", String(err));
+      });
+    } catch (err) {
+      this.log("warn", "toast_failed", String(err));
+    }
+  }
+
+  /** Logs through opencode's log endpoint, at most once a minute per code. */
+  log(level: "warn" | "error", code: string, message: string): void {
+    const now = this.now();
+    const last = this.lastLog.get(code);
+    if (last !== undefined && now - last < LOG_EVERY_MS) return;
+    capSet(this.lastLog, code, now, 64);
+    const log = this.deps.client?.app?.log;
+    if (!log) return;
+    try {
+      log
+        .call(this.deps.client?.app, {
+          body: { service: "stallguard", level, message: `${code}: ${message}`.slice(0, 500) },
+        })
+        .catch(() => undefined);
+    } catch {
+      // the log endpoint itself failed: there is nowhere left to report it
+    }
+  }
+}

@@ -1,0 +1,88 @@
+// Turns, user turns and spend, from the hook and event shapes to the core's
+// observations. chat.headers fires once per LLM request (one agent step);
+// chat.message once per user turn that arrives through the prompt API,
+// including other plugins' injected continuations; opencode's own
+// post-compaction continue turn shows up only as a synthetic text part.
+import {
+  isInjectedTurn,
+  promptTokensOf,
+  slugAgent,
+  type TextPartLike,
+  type UsageObservation,
+} from "../shared/index.ts";
+
+type Rec = Record<string, unknown>;
+function obj(v: unknown): Rec {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
+}
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+function num(v: unknown): number {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+
+/** What an LLM request is, from chat.headers' agent: the title call is not an agent step. */
+export function requestKind(agent: unknown): "turn" | "compaction" | "title" {
+  const a = slugAgent(agent);
+  if (a === "title") return "title";
+  if (a === "compaction") return "compaction";
+  return "turn";
+}
+
+export interface UserTurn {
+  sessionId: string;
+  messageId: string | undefined;
+  agent: string | undefined;
+  injected: boolean;
+}
+
+/** chat.message -> a user turn, injected when nobody typed it. */
+export function userTurnOf(input: unknown, output: unknown, markers: readonly string[]): UserTurn | null {
+  const i = obj(input);
+  const o = obj(output);
+  const message = obj(o.message);
+  const sessionId = str(i.sessionID) ?? str(message.sessionID);
+  if (!sessionId) return null;
+  const parts = Array.isArray(o.parts) ? (o.parts as TextPartLike[]) : [];
+  return {
+    sessionId,
+    messageId: str(i.messageID) ?? str(message.id),
+    agent: str(i.agent) ?? str(message.agent),
+    injected: isInjectedTurn(parts, markers),
+  };
+}
+
+/**
+ * opencode's own continue turn (synthetic, metadata.compaction_continue) never
+ * passes chat.message: its text part is the only trace. Returns its session
+ * and message ids.
+ */
+export function continuationPartOf(part: unknown): { sessionId: string; messageId: string } | null {
+  const p = obj(part);
+  if (p.type !== "text" || p.synthetic !== true) return null;
+  if (obj(p.metadata).compaction_continue !== true) return null;
+  const sessionId = str(p.sessionID);
+  const messageId = str(p.messageID);
+  return sessionId && messageId ? { sessionId, messageId } : null;
+}
+
+/** message.updated for a finished assistant message -> its billed usage. */
+export function usageOf(properties: unknown): UsageObservation | null {
+  const info = obj(obj(properties).info);
+  if (info.role !== "assistant") return null;
+  const completed = num(obj(info.time).completed);
+  const sessionId = str(info.sessionID);
+  const messageId = str(info.id);
+  if (!completed || !sessionId || !messageId) return null;
+  const prompt = promptTokensOf(info.tokens);
+  return {
+    kind: "usage",
+    sessionId,
+    messageId,
+    time: completed,
+    costUsd: Math.max(0, num(info.cost)),
+    promptTokens: prompt,
+    contextTokens: prompt,
+  };
+}

@@ -1,0 +1,63 @@
+// write has no diff in its metadata, so whether it changed the file is told
+// by hashing the file before the call (tool.execute.before) and comparing it
+// with the hash of the content written (done by the core). The content is
+// hashed locally and dropped; it never leaves the plugin.
+import { readFile, stat } from "node:fs/promises";
+import { isAbsolute, resolve } from "node:path";
+import { sha256 } from "../shared/index.ts";
+import { capSet } from "./capped.ts";
+
+const WRITE_TOOLS = new Set(["write", "create"]);
+/** Files larger than this are not hashed: the write is then judged without a prior. */
+const MAX_BYTES = 8 * 1024 * 1024;
+
+/** sha256 of a file's text; null when it does not exist; undefined when it cannot be read. */
+export async function hashFile(path: string): Promise<string | null | undefined> {
+  try {
+    const st = await stat(path);
+    if (!st.isFile() || st.size > MAX_BYTES) return undefined;
+    return sha256(await readFile(path, "utf8"));
+  } catch (err) {
+    return (err as NodeJS.ErrnoException)?.code === "ENOENT" ? null : undefined;
+  }
+}
+
+type Rec = Record<string, unknown>;
+function obj(v: unknown): Rec {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
+}
+
+export class WriteProbe {
+  private readonly priors = new Map<string, string | null>();
+
+  constructor(
+    private readonly directory: string | null,
+    private readonly capacity = 1024,
+    private readonly hash: (path: string) => Promise<string | null | undefined> = hashFile,
+  ) {}
+
+  get size(): number {
+    return this.priors.size;
+  }
+
+  /** tool.execute.before: remembers the file's hash before a write. */
+  async before(input: unknown, output: unknown): Promise<void> {
+    const i = obj(input);
+    if (typeof i.tool !== "string" || !WRITE_TOOLS.has(i.tool.toLowerCase())) return;
+    const args = obj(obj(output).args);
+    const path = args.filePath ?? args.file_path ?? args.path;
+    if (typeof path !== "string" || path === "" || typeof i.sessionID !== "string") return;
+    if (typeof i.callID !== "string") return;
+    const abs = isAbsolute(path) ? path : resolve(this.directory ?? ".", path);
+    const h = await this.hash(abs);
+    if (h !== undefined) capSet(this.priors, `${i.sessionID}\u0000${i.callID}`, h, this.capacity);
+  }
+
+  /** The hash recorded for a call, once (undefined: not known). */
+  take(sessionId: string, callId: string): string | null | undefined {
+    const k = `${sessionId}\u0000${callId}`;
+    const v = this.priors.get(k);
+    this.priors.delete(k);
+    return v;
+  }
+}

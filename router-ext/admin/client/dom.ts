@@ -1,0 +1,66 @@
+// The page's only way to build DOM: elements from tag names, attributes set
+// with setAttribute and text as text nodes. No innerHTML anywhere, so data from
+// the API (agent names, targets, reports) can never become markup.
+
+export type Child = Node | string | number | null | undefined | false;
+export type Attrs = Record<string, string | number | boolean | null | undefined>;
+
+/**
+ * Creates an element. Attribute names starting with "on" are refused: handlers
+ * are attached with addEventListener, never from strings.
+ *
+ * @example h("td", { class: "num" }, 42)
+ */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (/^on/i.test(name)) throw new Error(`refusing handler attribute ${name}`);
+    if (value === null || value === undefined || value === false) continue;
+    el.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+/** Appends children; strings and numbers become text nodes. */
+export function append(parent: Node, children: Child[]): void {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Replaces every child of `parent`. */
+export function replace(parent: Element, ...children: Child[]): void {
+  parent.replaceChildren();
+  append(parent, children);
+}
+
+/** The element with this id, or an error naming it (the page skeleton is fixed). */
+export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`admin page: missing #${id}`);
+  return el as T;
+}
+
+/** A button wired to an async action; disabled while it runs. */
+export function button(
+  label: string,
+  action: () => Promise<void> | void,
+  attrs: Attrs = {},
+): HTMLButtonElement {
+  const b = h("button", { type: "button", ...attrs }, label);
+  b.addEventListener("click", async () => {
+    b.disabled = true;
+    try {
+      await action();
+    } finally {
+      if (b.isConnected) b.disabled = attrs.disabled === true;
+    }
+  });
+  return b;
+}

@@ -1,0 +1,215 @@
+// Every knob the API lists, with a control for its kind; a change is PUT at
+// once and the server's 400 message is shown beside the control. The knobs
+// deliberately left out of the page are listed with their reason.
+import type { Api } from "./api.ts";
+import { button, h, replace } from "./dom.ts";
+import { displayValue, isNullable, knobSection, parseControl } from "./knob-value.ts";
+import type { ExcludedKnob, Knob } from "./schemas.ts";
+
+type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
+
+function controlFor(knob: Knob): Control {
+  const id = `knob-${knob.path}`;
+  switch (knob.kind) {
+    case "boolean": {
+      const c = h("input", { type: "checkbox", id });
+      c.checked = knob.value === true;
+      return c;
+    }
+    case "enum": {
+      const options = knob.options ?? [];
+      const values = options.includes(String(knob.value)) ? options : [String(knob.value), ...options];
+      const c = h("select", { id }, ...values.map((o) => h("option", { value: o }, o)));
+      c.value = String(knob.value);
+      return c;
+    }
+    case "number":
+    case "integer": {
+      const c = h("input", {
+        type: "number",
+        id,
+        min: knob.min,
+        max: knob.max,
+        step: knob.kind === "integer" ? 1 : "any",
+        placeholder: isNullable(knob) ? "(none)" : undefined,
+      });
+      c.value = displayValue(knob, knob.value);
+      return c;
+    }
+    case "list":
+    case "json": {
+      const c = h("textarea", {
+        id,
+        rows: Math.min(8, Math.max(2, displayValue(knob, knob.value).split("\n").length)),
+        spellcheck: "false",
+        placeholder: knob.kind === "list" ? "one per line" : "JSON",
+      });
+      c.value = displayValue(knob, knob.value);
+      return c;
+    }
+    default: {
+      const c = h("input", {
+        type: "text",
+        id,
+        spellcheck: "false",
+        autocomplete: "off",
+        placeholder: knob.kind === "duration" ? "e.g. 90s, 5m, 1h" : isNullable(knob) ? "(none)" : undefined,
+      });
+      c.value = displayValue(knob, knob.value);
+      return c;
+    }
+  }
+}
+
+function rawOf(c: Control): string | boolean {
+  return c instanceof HTMLInputElement && c.type === "checkbox" ? c.checked : c.value;
+}
+
+function setControl(c: Control, knob: Knob, value: unknown): void {
+  if (c instanceof HTMLInputElement && c.type === "checkbox") c.checked = value === true;
+  else c.value = displayValue(knob, value);
+}
+
+function rangeText(k: Knob): string {
+  if (k.min !== undefined && k.max !== undefined) return `${k.min}..${k.max}`;
+  if (k.min !== undefined) return `>= ${k.min}`;
+  if (k.max !== undefined) return `<= ${k.max}`;
+  return "";
+}
+
+function defaultText(k: Knob): string {
+  if (Array.isArray(k.default)) {
+    if (k.default.length === 0) return "(empty list)";
+    if (k.default.length > 3) return `${k.default.length} items`;
+    return k.default.map(String).join(", ");
+  }
+  return displayValue(k, k.default) || "(none)";
+}
+
+function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
+  const control = controlFor(knob);
+  const status = h("span", { class: "knob-status", role: "status" });
+  const errorBox = h("span", { class: "err knob-error", role: "alert" });
+  const mark = h(
+    "span",
+    { class: "dim", title: "set from this page (stored in the database)" },
+    " (set here)",
+  );
+  mark.hidden = knob.overridden !== true;
+  const save = async (raw: string | boolean) => {
+    const parsed = parseControl(knob, raw);
+    status.textContent = "";
+    errorBox.textContent = "";
+    control.removeAttribute("aria-invalid");
+    if (!parsed.ok) {
+      errorBox.textContent = parsed.error;
+      control.setAttribute("aria-invalid", "true");
+      return;
+    }
+    status.textContent = "saving";
+    try {
+      const res = (await api.send("PUT", "/api/knobs", { path: knob.path, value: parsed.value })) as {
+        value?: unknown;
+      } | null;
+      knob.value = res && "value" in res ? res.value : parsed.value;
+      knob.overridden = true;
+      mark.hidden = false;
+      setControl(control, knob, knob.value);
+      status.textContent = "saved";
+    } catch (err) {
+      status.textContent = "";
+      errorBox.textContent = (err as Error).message;
+      control.setAttribute("aria-invalid", "true");
+    }
+  };
+  control.addEventListener("change", () => void save(rawOf(control)));
+  const reset = button(
+    "reset",
+    async () => {
+      status.textContent = "";
+      errorBox.textContent = "";
+      try {
+        const res = (await api.send("DELETE", `/api/knobs/${encodeURIComponent(knob.path)}`)) as {
+          value?: unknown;
+        } | null;
+        knob.value = res && "value" in res ? res.value : knob.default;
+        knob.overridden = false;
+        mark.hidden = true;
+        setControl(control, knob, knob.value);
+        control.removeAttribute("aria-invalid");
+        status.textContent = "reset";
+      } catch (err) {
+        errorBox.textContent = (err as Error).message;
+      }
+    },
+    { class: "small", title: "drop the value set here: back to the config files" },
+  );
+  return h(
+    "tr",
+    { "data-knob": knob.path, "data-kind": knob.kind },
+    h("td", {}, h("label", { for: control.id }, knob.path), mark),
+    h("td", {}, control, " ", reset, " ", status, " ", errorBox),
+    h("td", { class: "dim" }, knob.kind, rangeText(knob) ? ` ${rangeText(knob)}` : ""),
+    h(
+      "td",
+      { class: "dim", title: Array.isArray(knob.default) ? knob.default.join("\n") : null },
+      defaultText(knob),
+    ),
+    h("td", { class: "desc" }, knob.description),
+  );
+}
+
+/** Renders the knob tables (grouped by section) and the excluded list into `root`. */
+export function renderKnobs(
+  root: HTMLElement,
+  knobs: Knob[],
+  excluded: ExcludedKnob[],
+  problems: string[],
+  api: Api,
+): void {
+  const sections = new Map<string, Knob[]>();
+  for (const k of knobs) {
+    const s = knobSection(k.path);
+    const list = sections.get(s);
+    if (list) list.push(k);
+    else sections.set(s, [k]);
+  }
+  const tables = [...sections].map(([name, list]) =>
+    h(
+      "table",
+      { class: "knobs", "data-section": name },
+      h("caption", {}, name),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ...["knob", "value", "kind", "default", "description"].map((c) => h("th", { scope: "col" }, c)),
+        ),
+      ),
+      h("tbody", {}, ...list.map((k) => knobRow(k, api))),
+    ),
+  );
+  replace(
+    root,
+    problems.length ? h("ul", { class: "err" }, ...problems.map((p) => h("li", {}, p))) : null,
+    knobs.length ? null : h("div", { class: "dim" }, "no knobs reported"),
+    ...tables,
+    h("h3", {}, "Not in this page"),
+    excluded.length
+      ? h(
+          "table",
+          { class: "excluded" },
+          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "knob"), h("th", { scope: "col" }, "why"))),
+          h(
+            "tbody",
+            {},
+            ...excluded.map((e) =>
+              h("tr", { "data-excluded": e.path }, h("td", {}, e.path), h("td", { class: "desc" }, e.why)),
+            ),
+          ),
+        )
+      : h("div", { class: "dim" }, "none"),
+  );
+}

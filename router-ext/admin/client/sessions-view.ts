@@ -1,0 +1,229 @@
+// The Sessions readout: one tbody per session tree, root first, children
+// indented, a Stop and a Resume button per tree, an expandable incident report
+// per session. Rebuilt on every refresh; open reports stay open.
+import { button, h, replace } from "./dom.ts";
+import { fmtAgo, fmtInt, fmtTime, fmtUsd, toMs } from "./format.ts";
+import type { SessionRow } from "./schemas.ts";
+import { groupTrees, type Tree, verdictRank } from "./trees.ts";
+
+export interface SessionsContext {
+  now: number;
+  /** The router's version: a plugin reporting another one is marked stale. */
+  serverVersion: string | null;
+  hideOk: boolean;
+  openReports: Set<string>;
+  stop(rootId: string): Promise<void>;
+  resume(rootId: string): Promise<void>;
+}
+
+const COLUMNS = [
+  "session",
+  "agent",
+  "verdict",
+  "stage",
+  "turns since landed",
+  "$ since landed",
+  "context tokens",
+  "top target",
+  "source",
+  "plugin",
+  "refused / stopped",
+  "report",
+];
+
+function isQuiet(tree: Tree<SessionRow>): boolean {
+  return tree.rows.every(
+    ({ row }) => row.verdict === "ok" && verdictRank(row.worst) === 0 && row.flags === 0 && !row.refused,
+  );
+}
+
+function treeOrder(a: Tree<SessionRow>, b: Tree<SessionRow>): number {
+  const weight = (t: Tree<SessionRow>) =>
+    Math.max(...t.rows.map(({ row }) => (row.refused ? 3 : verdictRank(row.verdict))));
+  const seen = (t: Tree<SessionRow>) => Math.max(0, ...t.rows.map(({ row }) => toMs(row.last_seen_at) ?? 0));
+  return weight(b) - weight(a) || seen(b) - seen(a);
+}
+
+function spendTitle(r: SessionRow): string | null {
+  return r.spend_source
+    ? `from ${r.spend_source === "gate" ? "the gate's request records" : "the reporter"}`
+    : null;
+}
+
+function verdictCell(r: SessionRow): HTMLTableCellElement {
+  const td = h(
+    "td",
+    { class: "verdict" },
+    h("span", { class: `v v-${r.verdict.replace(/[^a-z_]/g, "")}` }, r.verdict),
+  );
+  if (r.reason && r.verdict !== "ok") td.append(" ", h("span", { class: "dim" }, `(${r.reason})`));
+  if ((r.worst !== null && r.worst !== r.verdict) || r.flags > 0)
+    td.append(h("br"), h("span", { class: "dim" }, `worst ${r.worst ?? "-"}, flagged ${r.flags}x`));
+  return td;
+}
+
+function pluginCell(r: SessionRow, serverVersion: string | null): HTMLTableCellElement {
+  // A router run from a checkout reports "dev": it has no release to compare against.
+  const stale =
+    r.plugin_version !== null &&
+    serverVersion !== null &&
+    serverVersion !== "dev" &&
+    r.plugin_version !== serverVersion;
+  return h(
+    "td",
+    { class: r.plugin_live ? "live" : "dead" },
+    r.plugin_live ? "live" : "no",
+    r.plugin_version ? ` ${r.plugin_version}` : "",
+    stale ? h("span", { class: "stale", title: `router is ${serverVersion}` }, " (stale)") : null,
+  );
+}
+
+function stoppedCell(r: SessionRow, now: number): HTMLTableCellElement {
+  const td = h("td", {}, r.refused ? h("span", { class: "refused" }, "refused") : "-");
+  if (r.stopped_by !== null || r.stopped_at !== null)
+    td.append(
+      h("br"),
+      h(
+        "span",
+        { class: "dim", title: fmtTime(r.stopped_at) },
+        `${r.refused ? "stopped" : "last stop"} by ${r.stopped_by ?? "?"} ${fmtAgo(r.stopped_at, now)}`,
+      ),
+    );
+  return td;
+}
+
+function sessionRows(
+  tree: Tree<SessionRow>,
+  ctx: SessionsContext,
+  rerender: () => void,
+): HTMLTableRowElement[] {
+  const out: HTMLTableRowElement[] = [];
+  for (const { row: r, depth } of tree.rows) {
+    const idCell = h(
+      "td",
+      { class: "sid", title: r.session_id },
+      depth > 0 ? h("span", { class: "dim" }, "+- ") : null,
+      r.session_id,
+      r.session_id === tree.rootId ? h("span", { class: "dim" }, " (root)") : null,
+    );
+    idCell.style.paddingLeft = `${0.4 + depth * 1.6}em`;
+    const open = ctx.openReports.has(r.session_id);
+    const reportCell = h("td");
+    if (r.report) {
+      reportCell.append(
+        button(
+          open ? "hide" : "show",
+          () => {
+            if (ctx.openReports.has(r.session_id)) ctx.openReports.delete(r.session_id);
+            else ctx.openReports.add(r.session_id);
+            rerender();
+          },
+          { class: "small", "aria-expanded": open ? "true" : "false" },
+        ),
+      );
+    } else reportCell.append("-");
+    out.push(
+      h(
+        "tr",
+        {
+          class: `session v-row-${r.verdict.replace(/[^a-z_]/g, "")}`,
+          "data-session": r.session_id,
+          "data-verdict": r.verdict,
+        },
+        idCell,
+        h("td", {}, r.agent ?? "-"),
+        verdictCell(r),
+        h("td", {}, r.stage ?? "-"),
+        h("td", { class: "num", title: spendTitle(r) }, fmtInt(r.turns_since_landed)),
+        h("td", { class: "num", title: spendTitle(r) }, fmtUsd(r.usd_since_landed)),
+        h("td", { class: "num" }, fmtInt(r.context_tokens)),
+        h(
+          "td",
+          { class: "target" },
+          r.top_target ? `${r.top_target} x${fmtInt(r.top_target_count ?? 0)}` : "-",
+        ),
+        h("td", {}, r.source),
+        pluginCell(r, ctx.serverVersion),
+        stoppedCell(r, ctx.now),
+        reportCell,
+      ),
+    );
+    if (open && r.report)
+      out.push(
+        h(
+          "tr",
+          { class: "report", "data-report-for": r.session_id },
+          h("td", { colspan: COLUMNS.length }, h("pre", {}, r.report)),
+        ),
+      );
+  }
+  return out;
+}
+
+function treeHead(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRowElement {
+  const refused = tree.rows.some(({ row }) => row.refused);
+  const stopper = tree.rows.find(({ row }) => row.refused && row.stopped_by !== null)?.row;
+  const state = refused
+    ? stopper
+      ? `refused: stopped by ${stopper.stopped_by} at ${fmtTime(stopper.stopped_at)}`
+      : "refused"
+    : "running";
+  return h(
+    "tr",
+    { class: "tree-head" },
+    h(
+      "th",
+      { colspan: COLUMNS.length, scope: "rowgroup" },
+      h("span", { class: "tree-id" }, `tree ${tree.rootId}`),
+      tree.rootPresent ? null : h("span", { class: "dim" }, " (root not reported)"),
+      h("span", { class: "dim" }, ` - ${tree.rows.length} session${tree.rows.length === 1 ? "" : "s"} - `),
+      h(
+        "span",
+        { class: refused ? "state refused" : "state running", "data-state": refused ? "stopped" : "running" },
+        state,
+      ),
+      " ",
+      button("Stop tree", () => ctx.stop(tree.rootId), { class: "stop", disabled: refused }),
+      " ",
+      button("Resume tree", () => ctx.resume(tree.rootId), { class: "resume", disabled: !refused }),
+    ),
+  );
+}
+
+/** Renders the readout into `table`; returns counts for the header summary. */
+export function renderSessions(
+  table: HTMLTableElement,
+  rows: SessionRow[],
+  ctx: SessionsContext,
+): { trees: number; hidden: number; flagged: number; refusedTrees: number } {
+  const rerender = () => renderSessions(table, rows, ctx);
+  const trees = groupTrees(rows).sort(treeOrder);
+  const shown = ctx.hideOk ? trees.filter((t) => !isQuiet(t)) : trees;
+  const head = h("thead", {}, h("tr", {}, ...COLUMNS.map((c) => h("th", { scope: "col" }, c))));
+  const bodies = shown.map((t) =>
+    h("tbody", { class: "tree", "data-root": t.rootId }, treeHead(t, ctx), ...sessionRows(t, ctx, rerender)),
+  );
+  if (shown.length === 0)
+    bodies.push(
+      h(
+        "tbody",
+        {},
+        h(
+          "tr",
+          {},
+          h(
+            "td",
+            { colspan: COLUMNS.length, class: "dim" },
+            trees.length ? `no flagged trees (${trees.length} ok hidden)` : "no sessions",
+          ),
+        ),
+      ),
+    );
+  replace(table, head, ...bodies);
+  return {
+    trees: trees.length,
+    hidden: trees.length - shown.length,
+    flagged: rows.filter((r) => verdictRank(r.verdict) > 0).length,
+    refusedTrees: trees.filter((t) => t.rows.some(({ row }) => row.refused)).length,
+  };
+}

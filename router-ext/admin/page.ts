@@ -1,0 +1,137 @@
+// The admin page's HTML skeleton and its Content-Security-Policy. The only
+// script is /admin/app.js (same origin); the only style is the inline block
+// below, allowed by its hash; nothing is loaded from anywhere else.
+import { createHash } from "node:crypto";
+
+const STYLE = `
+:root { color-scheme: light dark; --fg: #1b1f24; --bg: #fbfbfc; --dim: #6a737d; --line: #d8dde3;
+  --ok: #1a7f37; --stall: #9a6700; --loop: #cf222e; --head: #eef1f4; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --dim: #8b949e; --line: #30363d;
+  --ok: #3fb950; --stall: #d29922; --loop: #f85149; --head: #161b22; } }
+* { box-sizing: border-box; }
+body { margin: 0; font: 13px/1.4 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
+header { position: sticky; top: 0; z-index: 1; display: flex; flex-wrap: wrap; gap: .4em 1.2em; align-items: center;
+  padding: .5em 1em; background: var(--head); border-bottom: 1px solid var(--line); }
+header h1 { font-size: 15px; margin: 0; }
+main, #auth { padding: .5em 1em 2em; }
+h2 { font-size: 14px; margin: 1.4em 0 .4em; }
+h3 { font-size: 13px; margin: 1em 0 .3em; }
+table { border-collapse: collapse; width: 100%; margin-bottom: .6em; }
+caption { text-align: left; font-weight: 600; padding: .3em 0; }
+th, td { text-align: left; vertical-align: top; padding: .2em .45em; border-bottom: 1px solid var(--line); }
+thead th { font-weight: 600; color: var(--dim); white-space: nowrap; }
+tr.tree-head th { background: var(--head); font-weight: 400; }
+.tree-id { font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.sid, td.target { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+td.desc { color: var(--dim); max-width: 40em; }
+#sessions-table td.sid { white-space: nowrap; word-break: normal; }
+table.knobs, table.excluded { table-layout: fixed; }
+table.knobs th:nth-child(1), table.excluded th:nth-child(1) { width: 22em; }
+table.knobs th:nth-child(2) { width: 34em; }
+table.knobs th:nth-child(3) { width: 10em; }
+table.knobs th:nth-child(4) { width: 10em; }
+table.knobs td { overflow-wrap: anywhere; }
+pre { margin: .2em 0; white-space: pre-wrap; font: 12px/1.4 ui-monospace, monospace; }
+.dim { color: var(--dim); }
+.err, .refused { color: var(--loop); }
+.warn, .stale { color: var(--stall); }
+.v { font-weight: 600; }
+.v-ok { color: var(--ok); }
+.v-stalling { color: var(--stall); }
+.v-looping { color: var(--loop); }
+.state.running { color: var(--ok); }
+.state.refused { font-weight: 600; }
+td.dead { color: var(--dim); }
+tr.failed td { background: color-mix(in srgb, var(--loop) 8%, transparent); }
+button { font: inherit; padding: .1em .6em; cursor: pointer; }
+button.small { font-size: 12px; padding: 0 .4em; }
+button:disabled { cursor: default; opacity: .5; }
+input[type=number] { width: 8em; }
+input[type=text] { width: 16em; }
+textarea { width: 30em; font: 12px/1.4 ui-monospace, monospace; }
+input[aria-invalid=true], textarea[aria-invalid=true], select[aria-invalid=true] { outline: 2px solid var(--loop); }
+ul.err { margin: .3em 0; padding-left: 1.2em; }
+[hidden] { display: none !important; }
+`;
+
+const BODY = `
+<header>
+  <h1>stallguard</h1>
+  <span id="summary" class="dim"></span>
+  <span id="status" class="dim" role="status"></span>
+  <label><input type="checkbox" id="pref-auto"> auto-refresh</label>
+  <label><input type="checkbox" id="pref-hide-ok"> hide ok trees</label>
+  <button type="button" id="refresh-now">Refresh</button>
+  <button type="button" id="forget-token">Forget token</button>
+</header>
+<section id="auth" hidden>
+  <h2>Admin token</h2>
+  <div id="auth-message" role="alert"></div>
+  <form id="auth-form" autocomplete="off">
+    <label>token <input type="password" id="token-input" autocomplete="off" spellcheck="false"></label>
+    <button type="submit">Use token</button>
+  </form>
+</section>
+<main id="app" hidden>
+  <section id="sessions">
+    <h2>Sessions</h2>
+    <div id="health" class="dim"></div>
+    <ul id="sessions-problems" class="err"></ul>
+    <table id="sessions-table"></table>
+  </section>
+  <section id="deliveries">
+    <h2>Alert deliveries</h2>
+    <div id="deliveries-body"></div>
+  </section>
+  <section id="events">
+    <h2>Recent events</h2>
+    <div id="events-body"></div>
+  </section>
+  <section id="channels">
+    <h2>Notifier channels</h2>
+    <div id="channels-body"></div>
+  </section>
+  <section id="knobs">
+    <h2>Knobs <button type="button" id="reload-knobs" class="small">reload</button></h2>
+    <div id="knobs-body"></div>
+  </section>
+</main>
+`;
+
+export interface AdminPage {
+  html: string;
+  csp: string;
+}
+
+/** The page and the CSP that allows exactly its own style block and script. */
+export function adminPage(scriptPath = "/admin/app.js"): AdminPage {
+  const styleHash = createHash("sha256").update(STYLE).digest("base64");
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>stallguard admin</title>
+<link rel="icon" href="data:,">
+<style>${STYLE}</style>
+<script type="module" src="${scriptPath}"></script>
+</head>
+<body>${BODY}</body>
+</html>
+`;
+  const csp = [
+    "default-src 'none'",
+    "script-src 'self'",
+    `style-src 'sha256-${styleHash}'`,
+    "connect-src 'self'",
+    "img-src data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "require-trusted-types-for 'script'",
+    "trusted-types 'none'",
+  ].join("; ");
+  return { html, csp };
+}

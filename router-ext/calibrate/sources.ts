@@ -1,0 +1,393 @@
+// Where calibration sessions come from: opencode export JSON files, an
+// opencode.db (read-only snapshot), or a live `opencode serve`. All three
+// yield the one stored shape ({info, parts} records) the core adapter reads.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import Database from "better-sqlite3";
+import { z } from "zod";
+import type { ReplaySession, StoredMessage } from "../../shared/index.ts";
+import { type Labels, mergeLabels, parseLabels } from "./labels.ts";
+
+/** A session to replay plus what the filters and the report need. */
+export interface SourceSession extends ReplaySession {
+  title: string | null;
+  /** Epoch ms of the last update, when the source knows it. */
+  updated: number | null;
+}
+
+export interface Loaded {
+  sessions: SourceSession[];
+  /** Labels found next to the data (labels.json in an export directory). */
+  labels: Labels;
+  /** Problems that did not stop the load (a skipped file, a bad record). */
+  warnings: string[];
+}
+
+export interface Filters {
+  /** Keep sessions updated at or after this epoch ms (their sub-agent sessions come along). */
+  since?: number | null;
+  /** Keep these sessions and their sub-agent sessions. */
+  sessionIds?: readonly string[];
+}
+
+type Rec = Record<string, unknown>;
+function asObj(v: unknown): Rec | null {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : null;
+}
+function asNum(v: unknown): number | null {
+  return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+
+/** $OPENCODE_DB when absolute, else $XDG_DATA_HOME/opencode/opencode.db, else ~/.local/share/opencode/opencode.db. */
+export function defaultOpencodeDb(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.OPENCODE_DB?.startsWith("/")) return env.OPENCODE_DB;
+  const data = env.XDG_DATA_HOME?.startsWith("/") ? env.XDG_DATA_HOME : join(homedir(), ".local", "share");
+  return join(data, "opencode", "opencode.db");
+}
+
+/**
+ * Applies the filters: the sessions selected by id or by time, plus every
+ * descendant of a selected session (a parent's verdict depends on its
+ * children's landed changes). Order is kept.
+ */
+export function applyFilters<T extends { id: string; parentId: string | null; updated: number | null }>(
+  sessions: readonly T[],
+  filters: Filters,
+): T[] {
+  const ids = filters.sessionIds?.length ? new Set(filters.sessionIds) : null;
+  const since = filters.since ?? null;
+  if (!ids && since === null) return [...sessions];
+  const selected = new Set<string>();
+  for (const s of sessions) {
+    const byId = ids ? ids.has(s.id) : true;
+    const byTime = since === null || (s.updated !== null && s.updated >= since);
+    if (byId && byTime) selected.add(s.id);
+  }
+  const children = new Map<string, string[]>();
+  for (const s of sessions) {
+    if (!s.parentId) continue;
+    const list = children.get(s.parentId) ?? [];
+    list.push(s.id);
+    children.set(s.parentId, list);
+  }
+  const stack = [...selected];
+  while (stack.length) {
+    const id = stack.pop() as string;
+    for (const c of children.get(id) ?? []) {
+      if (!selected.has(c)) {
+        selected.add(c);
+        stack.push(c);
+      }
+    }
+  }
+  return sessions.filter((s) => selected.has(s.id));
+}
+
+// ---------------------------------------------------------------------------
+// opencode export JSON: {info: Session, messages: [{info, parts}]}
+
+const exportSchema = z.object({
+  info: z.looseObject({
+    id: z.string().min(1),
+    parentID: z.string().nullish(),
+    directory: z.string().nullish(),
+    title: z.string().nullish(),
+    time: z.looseObject({ created: z.number().optional(), updated: z.number().optional() }).optional(),
+  }),
+  messages: z.array(z.looseObject({ info: z.unknown(), parts: z.unknown() })),
+});
+
+/** One export document (or an array of them) -> sessions; throws with a short reason when it is not one. */
+export function sessionsFromExport(doc: unknown): SourceSession[] {
+  const docs = Array.isArray(doc) ? doc : [doc];
+  return docs.map((d, i) => {
+    const r = exportSchema.safeParse(d);
+    if (!r.success) {
+      const issue = r.error.issues[0];
+      const where = [...(Array.isArray(doc) ? [i] : []), ...(issue?.path ?? [])].join(".") || "(root)";
+      throw new Error(`not an opencode export: ${where}: ${issue?.message ?? "invalid"}`);
+    }
+    const { info, messages } = r.data;
+    const lastMessageTime = messages.reduce((t, m) => {
+      const time = asObj(asObj(m.info)?.time);
+      return Math.max(t, asNum(time?.completed) ?? asNum(time?.created) ?? 0);
+    }, 0);
+    return {
+      id: info.id,
+      parentId: info.parentID ?? null,
+      directory: info.directory ?? null,
+      title: info.title ?? null,
+      updated: info.time?.updated ?? (lastMessageTime || null),
+      messages: messages as StoredMessage[],
+    };
+  });
+}
+
+/** Reads export files and directories (every *.json in it; labels.json there is read as labels). */
+export function loadExports(paths: readonly string[]): Loaded {
+  const sessions: SourceSession[] = [];
+  const warnings: string[] = [];
+  let labels: Labels = {};
+  const files: string[] = [];
+  for (const p of paths) {
+    let isDir = false;
+    try {
+      isDir = statSync(p).isDirectory();
+    } catch {
+      throw new Error(`--export: no such file or directory: ${p}`);
+    }
+    if (!isDir) {
+      files.push(p);
+      continue;
+    }
+    const names = readdirSync(p)
+      .filter((n) => n.endsWith(".json"))
+      .sort();
+    for (const n of names) {
+      if (n === "labels.json") {
+        try {
+          labels = mergeLabels(labels, parseLabels(JSON.parse(readFileSync(join(p, n), "utf8"))));
+        } catch (err) {
+          warnings.push(`${join(p, n)}: ${(err as Error).message}`);
+        }
+      } else files.push(join(p, n));
+    }
+  }
+  for (const f of files) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(readFileSync(f, "utf8"));
+    } catch (err) {
+      warnings.push(`${f}: skipped: ${(err as Error).message}`);
+      continue;
+    }
+    try {
+      sessions.push(...sessionsFromExport(doc));
+    } catch (err) {
+      if (basename(f) === "labels.json") {
+        labels = mergeLabels(labels, parseLabels(doc));
+        continue;
+      }
+      warnings.push(`${f}: skipped: ${(err as Error).message}`);
+    }
+  }
+  const seen = new Set<string>();
+  const unique = sessions.filter((s) => {
+    if (seen.has(s.id)) return false;
+    seen.add(s.id);
+    return true;
+  });
+  if (unique.length < sessions.length)
+    warnings.push(`${sessions.length - unique.length} duplicate session(s) ignored`);
+  return { sessions: unique, labels, warnings };
+}
+
+// ---------------------------------------------------------------------------
+// opencode.db: only the session, message and part tables, one read transaction.
+
+export interface DbOptions extends Filters {
+  /** Copy the database with SQLite's backup API into a temp file first, and read the copy. */
+  copy?: boolean;
+  /** Called after each session is read. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+interface SessionRow {
+  id: string;
+  parent_id: string | null;
+  directory: string | null;
+  title: string | null;
+  time_updated: number | null;
+}
+
+function parseData(text: unknown): Rec | null {
+  if (typeof text !== "string") return null;
+  try {
+    return asObj(JSON.parse(text));
+  } catch {
+    return null;
+  }
+}
+
+/** Tool output is not needed to judge: drop it as soon as a row is read (in place, no copy). */
+function slimPart(part: Rec): Rec {
+  const state = asObj(part.state);
+  if (part.type === "tool" && state && "output" in state) delete state.output;
+  return part;
+}
+
+/** Reads sessions from an open database (read-only use only): one transaction, so one snapshot. */
+export function readOpencodeDb(
+  db: Database.Database,
+  filters: Filters = {},
+  onProgress?: DbOptions["onProgress"],
+) {
+  const warnings: string[] = [];
+  const tables = new Set(
+    (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(
+      (r) => r.name,
+    ),
+  );
+  for (const t of ["session", "message", "part"]) {
+    if (!tables.has(t)) throw new Error(`not an opencode database: no "${t}" table`);
+  }
+  const read = db.transaction(() => {
+    const rows = db
+      .prepare("SELECT id, parent_id, directory, title, time_updated FROM session ORDER BY time_created, id")
+      .all() as SessionRow[];
+    const all = rows.map((r) => ({ ...r, parentId: r.parent_id, updated: r.time_updated }));
+    const chosen = applyFilters(all, filters);
+    const msgStmt = db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id");
+    const partStmt = db.prepare(
+      "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
+    );
+    const out: SourceSession[] = [];
+    let bad = 0;
+    for (const [i, s] of chosen.entries()) {
+      const partsByMessage = new Map<string, Rec[]>();
+      for (const p of partStmt.all(s.id) as Array<{ id: string; message_id: string; data: string }>) {
+        const data = parseData(p.data);
+        if (!data) {
+          bad++;
+          continue;
+        }
+        const list = partsByMessage.get(p.message_id) ?? [];
+        data.id = p.id;
+        data.messageID = p.message_id;
+        data.sessionID = s.id;
+        list.push(slimPart(data));
+        partsByMessage.set(p.message_id, list);
+      }
+      const messages: StoredMessage[] = [];
+      for (const m of msgStmt.all(s.id) as Array<{ id: string; data: string }>) {
+        const data = parseData(m.data);
+        if (!data) {
+          bad++;
+          continue;
+        }
+        const { summary: _summary, ...info } = data;
+        messages.push({
+          info: { ...info, id: m.id, sessionID: s.id },
+          parts: partsByMessage.get(m.id) ?? [],
+        });
+      }
+      out.push({
+        id: s.id,
+        parentId: s.parent_id,
+        directory: s.directory,
+        title: s.title,
+        updated: s.time_updated,
+        messages,
+      });
+      onProgress?.(i + 1, chosen.length);
+    }
+    if (bad) warnings.push(`${bad} message/part row(s) with unreadable JSON skipped`);
+    return out;
+  });
+  return { sessions: read.deferred(), warnings };
+}
+
+/**
+ * Opens an opencode.db strictly read-only (never created, never written; in
+ * WAL mode a reader does not block opencode and is not blocked by it) and
+ * reads it in one transaction. With `copy`, SQLite's backup API copies it to a
+ * temp file first and the copy is read, then deleted.
+ */
+export async function loadOpencodeDb(path: string, opts: DbOptions = {}): Promise<Loaded> {
+  let src: Database.Database;
+  try {
+    src = new Database(path, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    throw new Error(`cannot open ${path} read-only: ${(err as Error).message}`);
+  }
+  let tmp: string | null = null;
+  let db = src;
+  try {
+    src.pragma("busy_timeout = 5000");
+    if (opts.copy) {
+      tmp = mkdtempSync(join(tmpdir(), "stallguard-calibrate-"));
+      const copyPath = join(tmp, "opencode-copy.db");
+      await src.backup(copyPath);
+      src.close();
+      db = new Database(copyPath, { readonly: true, fileMustExist: true });
+    }
+    const { sessions, warnings } = readOpencodeDb(db, opts, opts.onProgress);
+    return { sessions, labels: {}, warnings };
+  } finally {
+    if (db.open) db.close();
+    if (src.open) src.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// A live opencode server: GET /session, then GET /session/{id}/message.
+
+export interface ServerOptions extends Filters {
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+  /** Basic auth for a server started with OPENCODE_SERVER_PASSWORD. */
+  auth?: { username: string; password: string } | null;
+  onProgress?: (done: number, total: number) => void;
+}
+
+const sessionListSchema = z.array(
+  z.looseObject({
+    id: z.string().min(1),
+    parentID: z.string().nullish(),
+    directory: z.string().nullish(),
+    title: z.string().nullish(),
+    time: z.looseObject({ updated: z.number().optional() }).optional(),
+  }),
+);
+const messageListSchema = z.array(z.looseObject({ info: z.unknown(), parts: z.unknown() }));
+
+export async function loadServer(baseUrl: string, opts: ServerOptions = {}): Promise<Loaded> {
+  const doFetch = opts.fetch ?? fetch;
+  const base = baseUrl.replace(/\/+$/, "");
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (opts.auth) {
+    headers.authorization = `Basic ${Buffer.from(`${opts.auth.username}:${opts.auth.password}`).toString("base64")}`;
+  }
+  const get = async (path: string): Promise<unknown> => {
+    let res: Response;
+    try {
+      res = await doFetch(`${base}${path}`, {
+        headers,
+        signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
+      });
+    } catch (err) {
+      throw new Error(`GET ${base}${path}: ${(err as Error).message}`);
+    }
+    if (!res.ok) throw new Error(`GET ${base}${path}: HTTP ${res.status}`);
+    try {
+      return await res.json();
+    } catch {
+      throw new Error(`GET ${base}${path}: the answer is not JSON`);
+    }
+  };
+  // The list defaults to 100 sessions: ask for everything in range.
+  const query = new URLSearchParams({ limit: "1000000" });
+  if (opts.since) query.set("start", String(Math.floor(opts.since)));
+  const list = sessionListSchema.safeParse(await get(`/session?${query}`));
+  if (!list.success) throw new Error("GET /session: unexpected shape (is this an opencode server?)");
+  const all = list.data.map((s) => ({
+    id: s.id,
+    parentId: s.parentID ?? null,
+    directory: s.directory ?? null,
+    title: s.title ?? null,
+    updated: s.time?.updated ?? null,
+  }));
+  // Oldest first, like the database.
+  all.sort((a, b) => (a.updated ?? 0) - (b.updated ?? 0));
+  const chosen = applyFilters(all, opts);
+  const sessions: SourceSession[] = [];
+  for (const [i, s] of chosen.entries()) {
+    const msgs = messageListSchema.safeParse(await get(`/session/${encodeURIComponent(s.id)}/message`));
+    if (!msgs.success) throw new Error(`GET /session/${s.id}/message: unexpected shape`);
+    sessions.push({ ...s, messages: msgs.data as StoredMessage[] });
+    opts.onProgress?.(i + 1, chosen.length);
+  }
+  return { sessions, labels: {}, warnings: [] };
+}

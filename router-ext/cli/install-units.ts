@@ -1,0 +1,128 @@
+// Writes the systemd user units (deploy/systemd/*) with this machine's node
+// and stallguard paths filled in: stallguard.service for `stallguard serve`,
+// and stallguard-watchdog.service + .timer for the scheduled tick. It only
+// writes files; enabling them is `systemctl --user daemon-reload` and
+// `systemctl --user enable --now stallguard.service stallguard-watchdog.timer`
+// (see enableUnits).
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { userUnitDir } from "../watchdog/loop.ts";
+
+export const UNIT_FILES = [
+  "stallguard.service",
+  "stallguard-watchdog.service",
+  "stallguard-watchdog.timer",
+] as const;
+
+export interface InstallUnitsOptions {
+  /** The stallguard executable (dist/stallguard.mjs). */
+  binPath: string;
+  /** Target directory; default ~/.config/systemd/user ($XDG_CONFIG_HOME aware). */
+  dir?: string;
+  /** The node binary; default the one running now. */
+  nodePath?: string;
+  /** The timer period; default 5 minutes (watchdog.interval). */
+  intervalMs?: number;
+  /** The services' working directory (where config/ is); default the package root above binPath. */
+  workDir?: string;
+  /** Where the templates are; default deploy/systemd of this package. */
+  templateDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface InstallUnitsResult {
+  dir: string;
+  files: string[];
+}
+
+/** The first directory at or above `start` that holds `rel`. */
+function findUp(start: string, rel: string): string | null {
+  let dir = resolve(start);
+  for (let i = 0; i < 12; i++) {
+    if (existsSync(join(dir, rel))) return dir;
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return null;
+}
+
+export function templateDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const root = findUp(here, join("deploy", "systemd", "stallguard.service"));
+  if (!root) throw new Error("deploy/systemd templates not found next to this stallguard install");
+  return join(root, "deploy", "systemd");
+}
+
+/** A path as one systemd command-line word: specifiers and variables escaped, quoted. */
+export function systemdWord(path: string): string {
+  if (/[\n\r"\\]/.test(path)) throw new Error(`unsupported character in path: ${JSON.stringify(path)}`);
+  return `"${path.replace(/%/g, "%%").replace(/\$/g, "$$$$")}"`;
+}
+
+/** A path for a plain path setting (WorkingDirectory=): specifiers escaped, no quotes. */
+function systemdPath(path: string): string {
+  if (/[\n\r]/.test(path)) throw new Error("unsupported character in path");
+  return path.replace(/%/g, "%%");
+}
+
+function seconds(ms: number): string {
+  return `${Math.max(10, Math.round(ms / 1000))}s`;
+}
+
+/** The three unit files' text, keyed by file name. */
+export function renderUnits(opts: InstallUnitsOptions): Record<string, string> {
+  const bin = resolve(opts.binPath);
+  const node = opts.nodePath ?? process.execPath;
+  const interval = opts.intervalMs ?? 5 * 60_000;
+  const workDir =
+    opts.workDir ??
+    findUp(dirname(bin), join("config", "config.yaml")) ??
+    findUp(dirname(bin), "package.json") ??
+    dirname(bin);
+  const tdir = opts.templateDir ?? templateDir();
+  const vars: Record<string, string> = {
+    "@NODE@": systemdWord(node),
+    "@BIN@": systemdWord(bin),
+    "@WORKDIR@": systemdPath(workDir),
+    "@INTERVAL@": seconds(interval),
+    "@TIMEOUT@": seconds(interval),
+  };
+  const out: Record<string, string> = {};
+  for (const name of UNIT_FILES) {
+    let text = readFileSync(join(tdir, name), "utf8");
+    for (const [k, v] of Object.entries(vars)) text = text.split(k).join(v);
+    out[name] = text;
+  }
+  return out;
+}
+
+/** Writes the units (atomically, one by one) and returns their paths. */
+export function installUnits(opts: InstallUnitsOptions): InstallUnitsResult {
+  const dir = opts.dir ?? userUnitDir(opts.env);
+  mkdirSync(dir, { recursive: true });
+  const files: string[] = [];
+  for (const [name, text] of Object.entries(renderUnits(opts))) {
+    const path = join(dir, name);
+    const tmp = `${path}.tmp-${process.pid}`;
+    writeFileSync(tmp, text, { mode: 0o644 });
+    renameSync(tmp, path);
+    files.push(path);
+  }
+  return { dir, files };
+}
+
+/** daemon-reload, then enable --now the router and the timer. Returns systemctl's complaint, or null. */
+export function enableUnits(env: NodeJS.ProcessEnv = process.env): string | null {
+  for (const args of [
+    ["--user", "daemon-reload"],
+    ["--user", "enable", "--now", "stallguard.service", "stallguard-watchdog.timer"],
+  ]) {
+    const r = spawnSync("systemctl", args, { encoding: "utf8", timeout: 30_000, env });
+    if (r.error) return `systemctl: ${r.error.message}`;
+    if (r.status !== 0) return `systemctl ${args.join(" ")}: ${(r.stderr || r.stdout).trim()}`;
+  }
+  return null;
+}

@@ -1,0 +1,36 @@
+// The only place that opens the SQLite file: WAL journal, synchronous=NORMAL
+// (a commit survives a process kill; only an OS crash can lose the last
+// transactions), a busy timeout for a second reader such as the CLI, and the
+// migrations applied before anything else touches it.
+import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import Database from "better-sqlite3";
+import { migrate } from "./migrations.ts";
+
+/** $XDG_STATE_HOME/stallguard/stallguard.db, else ~/.local/state/stallguard/stallguard.db. */
+export function defaultDbPath(env: NodeJS.ProcessEnv = process.env): string {
+  const state = env.XDG_STATE_HOME?.startsWith("/") ? env.XDG_STATE_HOME : join(homedir(), ".local", "state");
+  return join(state, "stallguard", "stallguard.db");
+}
+
+export interface OpenDatabaseOptions {
+  busyTimeoutMs?: number;
+}
+
+/** Opens (creating when missing) and migrates the database at `path` (":memory:" for tests). */
+export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Database.Database {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  try {
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
+    db.pragma("foreign_keys = ON");
+    migrate(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}

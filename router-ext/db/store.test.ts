@@ -1,0 +1,245 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Heartbeat, Transition, WireSignals } from "../../shared/index.ts";
+import type { RequestRecord } from "../gate/store.ts";
+import { MIGRATIONS, migrate, schemaVersion } from "./migrations.ts";
+import { openDatabase } from "./open.ts";
+import { type IngestOptions, Store } from "./store.ts";
+
+const signals = (over: Partial<WireSignals> = {}): WireSignals => ({
+  calls: 10,
+  landed: 0,
+  turns: 5,
+  turns_since_landed: 5,
+  calls_since_landed: 10,
+  usd_since_landed: 0.5,
+  usd_total: 0.5,
+  dup_share: 0.5,
+  ndup_share: 0.5,
+  fail_streak: 0,
+  context_tokens: 1000,
+  max_context_tokens: 1000,
+  novelty: 0.1,
+  injected_since_landed: 0,
+  flip_flops: 0,
+  compactions: 0,
+  read_only: false,
+  last_landed_at: null,
+  ...over,
+});
+
+function transition(over: Partial<Transition> = {}): Transition {
+  return {
+    type: "transition",
+    id: `p:ses_a:${over.at ?? 1000}:os`,
+    source: "plugin",
+    session_id: "ses_a",
+    parent_id: null,
+    root_id: "ses_a",
+    agent: "build",
+    verdict: "stalling",
+    previous: "ok",
+    reason: "duplicates",
+    signals: signals(),
+    top_target: "read src/a.ts",
+    top_target_count: 7,
+    report: "[stallguard] report",
+    at: 1000,
+    plugin_version: "0.1.0",
+    ...over,
+  };
+}
+
+const opts = (now = 5000): IngestOptions => ({
+  now,
+  stage: (t) => ({ stage: t.verdict === "ok" ? "none" : "warned", actions: [], treeState: "{}" }),
+});
+
+const request = (over: Partial<RequestRecord> = {}): RequestRecord => ({
+  conversation: "ses_a",
+  root_id: "ses_a",
+  agent: "build",
+  parent: null,
+  model: "m",
+  status: 200,
+  prompt_tokens: 100,
+  completion_tokens: 10,
+  cached_tokens: 0,
+  cost_usd: 0.25,
+  context_tokens: 100,
+  started_at: 2000,
+  duration_ms: 30,
+  refused: false,
+  plugin_version: null,
+  ...over,
+});
+
+describe("Store", () => {
+  let dir: string;
+  let store: Store;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "sg-store-"));
+    store = new Store(openDatabase(join(dir, "s.db")));
+  });
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("opens in WAL mode with the migrations applied once", () => {
+    expect(store.db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(schemaVersion(store.db)).toBe(MIGRATIONS.length);
+    expect(migrate(store.db)).toEqual([]);
+  });
+
+  it("counts a retried transition once", () => {
+    const t = transition();
+    expect(store.ingest([t], opts())).toMatchObject({ accepted: 1, duplicates: 0 });
+    expect(store.ingest([t, t], opts())).toMatchObject({ accepted: 0, duplicates: 2 });
+    const [s] = store.sessions({ now: 5000, liveWindowMs: 180_000 });
+    expect(s).toMatchObject({ verdict: "stalling", worst: "stalling", flags: 1, stage: "warned" });
+    expect(store.events(10)).toHaveLength(1);
+    expect(store.metrics({ now: 5000, liveWindowMs: 1 }).counters["warnings_total:stalling"]).toBe(1);
+  });
+
+  it("keeps worst and flags after the flag clears", () => {
+    store.ingest([transition({ id: "p:ses_a:1000:ol", verdict: "looping", at: 1000 })], opts());
+    store.ingest(
+      [transition({ id: "p:ses_a:2000:lo", verdict: "ok", previous: "looping", reason: null, at: 2000 })],
+      opts(),
+    );
+    store.ingest([transition({ id: "p:ses_a:3000:os", verdict: "stalling", at: 3000 })], opts());
+    store.ingest(
+      [transition({ id: "p:ses_a:4000:so", verdict: "ok", previous: "stalling", reason: null, at: 4000 })],
+      opts(),
+    );
+    const [s] = store.sessions({ now: 5000, liveWindowMs: 180_000 });
+    expect(s).toMatchObject({ verdict: "ok", worst: "looping", flags: 2, stage: "none" });
+  });
+
+  it("does not let a late, older transition overwrite a newer verdict", () => {
+    store.ingest(
+      [transition({ id: "p:ses_a:2000:so", verdict: "ok", previous: "stalling", at: 2000 })],
+      opts(),
+    );
+    store.ingest([transition({ id: "p:ses_a:1000:os", verdict: "stalling", at: 1000 })], opts());
+    const [s] = store.sessions({ now: 5000, liveWindowMs: 180_000 });
+    expect(s).toMatchObject({ verdict: "ok", worst: "stalling", flags: 1 });
+  });
+
+  it("rolls the whole body back when one message fails", () => {
+    const bad = transition({ id: "p:ses_b:1:os", session_id: "ses_b" });
+    // A NOT NULL violation inside the transaction (the schema forbids null root ids).
+    const broken = { ...bad, root_id: null } as unknown as Transition;
+    expect(() => store.ingest([transition(), broken], opts())).toThrow();
+    expect(store.sessions({ now: 5000, liveWindowMs: 1 })).toHaveLength(0);
+    expect(store.events(10)).toHaveLength(0);
+  });
+
+  it("marks plugins live from heartbeats and takes their session numbers", () => {
+    const hb: Heartbeat = {
+      type: "heartbeat",
+      instance_id: "inst-1",
+      plugin_version: "0.1.0",
+      at: 4000,
+      sessions: [
+        {
+          session_id: "ses_h",
+          parent_id: null,
+          root_id: "ses_h",
+          agent: "build",
+          verdict: "ok",
+          turns: 9,
+          turns_since_landed: 3,
+          last_landed_at: 3500,
+          context_tokens: 4242,
+        },
+      ],
+    };
+    store.ingest([hb], opts(5000));
+    const [s] = store.sessions({ now: 6000, liveWindowMs: 180_000 });
+    expect(s).toMatchObject({
+      session_id: "ses_h",
+      plugin_live: true,
+      plugin_version: "0.1.0",
+      turns_since_landed: 3,
+      context_tokens: 4242,
+      source: "plugin",
+    });
+    expect(store.sessions({ now: 5000 + 180_001, liveWindowMs: 180_000 })[0]?.plugin_live).toBe(false);
+    expect(store.metrics({ now: 6000, liveWindowMs: 180_000 }).livePlugins).toBe(1);
+  });
+
+  it("learns trees from the gate, bottom-up included, and refuses a stopped tree", () => {
+    // The child is seen first with its parent; the parent later learns its own parent.
+    expect(
+      store.decide({ conversation: "child", agent: "general", parent: "mid", pluginVersion: null }, 1000),
+    ).toEqual({ refused: false, scope: null, reason: null, rootId: "mid" });
+    store.decide({ conversation: "mid", agent: "build", parent: "top", pluginVersion: null }, 1001);
+    const child = store.sessions({ now: 2000, liveWindowMs: 1 }).find((s) => s.session_id === "child");
+    expect(child).toMatchObject({ root_id: "top", parent_id: "mid", source: "gate" });
+
+    store.setRefusal("tree", "top", "stopped", "alice", 1500, "admin Stop");
+    const d = store.decide({ conversation: "child", agent: null, parent: null, pluginVersion: null }, 1600);
+    expect(d).toMatchObject({ refused: true, scope: "tree", rootId: "top" });
+    expect(d.reason).toContain("alice");
+    const row = store.sessions({ now: 2000, liveWindowMs: 1 }).find((s) => s.session_id === "child");
+    expect(row).toMatchObject({ refused: true, stopped_by: "alice", stopped_at: 1500 });
+
+    store.setRefusal("tree", "top", "running", "bob", 1700, "admin Resume");
+    expect(
+      store.decide({ conversation: "child", agent: null, parent: null, pluginVersion: null }).refused,
+    ).toBe(false);
+    expect(store.refusalLog(10).map((r) => [r.state, r.by])).toEqual([
+      ["running", "bob"],
+      ["stopped", "alice"],
+    ]);
+  });
+
+  it("uses the gate's request records for spend since the last landed change", () => {
+    store.ingest([transition({ signals: signals({ last_landed_at: 1500, usd_since_landed: 9 }) })], opts());
+    store.recordRequest(request({ started_at: 1000, cost_usd: 5 })); // before landed: not counted
+    store.recordRequest(request({ started_at: 2000, cost_usd: 0.25 }));
+    store.recordRequest(request({ started_at: 2500, cost_usd: 0.5, context_tokens: 777 }));
+    store.recordRequest(request({ started_at: 2600, cost_usd: null, refused: true, status: 429 }));
+    const [s] = store.sessions({ now: 5000, liveWindowMs: 1 });
+    expect(s).toMatchObject({
+      turns_since_landed: 2,
+      usd_since_landed: 0.75,
+      context_tokens: 777,
+      spend_source: "gate",
+    });
+    expect(store.metrics({ now: 5000, liveWindowMs: 1 }).counters.refusals_total).toBe(1);
+  });
+
+  it("prunes by retention but keeps stopped trees", () => {
+    store.ingest([transition({ session_id: "old", root_id: "old", id: "p:old:1:os" })], opts(1000));
+    store.ingest([transition({ session_id: "kept", root_id: "kept", id: "p:kept:1:os" })], opts(1000));
+    store.setRefusal("tree", "kept", "stopped", "admin", 1000, null);
+    store.recordRequest(request({ started_at: 1000 }));
+    const r = store.prune(1_000_000, 10_000);
+    expect(r).toMatchObject({ transitions: 2, requests: 1, sessions: 1 });
+    expect(store.sessions({ now: 1_000_000, liveWindowMs: 1 }).map((s) => s.session_id)).toEqual(["kept"]);
+    expect(store.refusal("tree", "kept")?.state).toBe("stopped");
+  });
+
+  it("persists knob overrides as JSON", () => {
+    store.setKnobOverride("thresholds.dup_warn", 0.5, "admin", 1);
+    store.setKnobOverride("progress.read_only_agents", ["explore"], "admin", 2);
+    expect(store.knobOverrides().map((k) => [k.path, k.value])).toEqual([
+      ["progress.read_only_agents", ["explore"]],
+      ["thresholds.dup_warn", 0.5],
+    ]);
+    expect(store.deleteKnobOverride("thresholds.dup_warn")).toBe(true);
+    expect(store.knobOverrides()).toHaveLength(1);
+  });
+
+  it("refuses a database from a newer stallguard", () => {
+    store.db
+      .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)")
+      .run();
+    expect(() => migrate(store.db)).toThrow(/newer/);
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * The gate's Prometheus counters. render() gives text exposition format
+ * (HELP/TYPE lines), which the server appends to its /metrics answer.
+ */
+
+export type RefusalScope = "session" | "tree";
+export type UpstreamErrorKind = "unreachable" | "timeout" | "stream" | "no_upstream";
+
+export interface GateMetrics {
+  /** A request reached /v1/*. */
+  request(): void;
+  refusal(scope: RefusalScope): void;
+  upstreamError(kind: UpstreamErrorKind): void;
+  /** The store failed to answer decide(); the request was let through. */
+  storeError(): void;
+  /** Milliseconds the gate added before the client got its response head. */
+  observeOverhead(ms: number): void;
+  /** Spend seen in usage (dollars), per request with a known price. */
+  spend(usd: number): void;
+  render(): string;
+}
+
+/** Histogram buckets in seconds: the gate should add well under a millisecond. */
+export const OVERHEAD_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
+
+export function createGateMetrics(): GateMetrics {
+  let requests = 0;
+  let storeErrors = 0;
+  let spendUsd = 0;
+  const refusals: Record<RefusalScope, number> = { session: 0, tree: 0 };
+  const upstream: Record<UpstreamErrorKind, number> = { unreachable: 0, timeout: 0, stream: 0, no_upstream: 0 };
+  const buckets = OVERHEAD_BUCKETS_S.map(() => 0);
+  let count = 0;
+  let sum = 0;
+
+  return {
+    request: () => {
+      requests++;
+    },
+    refusal: (scope) => {
+      refusals[scope]++;
+    },
+    upstreamError: (kind) => {
+      upstream[kind]++;
+    },
+    storeError: () => {
+      storeErrors++;
+    },
+    observeOverhead: (ms) => {
+      if (!Number.isFinite(ms)) return;
+      const s = Math.max(0, ms) / 1000;
+      count++;
+      sum += s;
+      OVERHEAD_BUCKETS_S.forEach((b, i) => {
+        if (s <= b) buckets[i] = (buckets[i] ?? 0) + 1;
+      });
+    },
+    spend: (usd) => {
+      if (Number.isFinite(usd) && usd > 0) spendUsd += usd;
+    },
+    render: () => {
+      const lines: string[] = [
+        "# HELP stallguard_gate_requests_total Requests received by the gate on /v1/*.",
+        "# TYPE stallguard_gate_requests_total counter",
+        `stallguard_gate_requests_total ${requests}`,
+        "# HELP stallguard_gate_refusals_total Requests the gate refused, by refusal scope.",
+        "# TYPE stallguard_gate_refusals_total counter",
+        ...(Object.keys(refusals) as RefusalScope[]).map(
+          (k) => `stallguard_gate_refusals_total{scope="${k}"} ${refusals[k]}`,
+        ),
+        "# HELP stallguard_gate_upstream_errors_total Upstream failures seen by the gate, by kind.",
+        "# TYPE stallguard_gate_upstream_errors_total counter",
+        ...(Object.keys(upstream) as UpstreamErrorKind[]).map(
+          (k) => `stallguard_gate_upstream_errors_total{kind="${k}"} ${upstream[k]}`,
+        ),
+        "# HELP stallguard_gate_store_errors_total Store failures on decide (the request was let through).",
+        "# TYPE stallguard_gate_store_errors_total counter",
+        `stallguard_gate_store_errors_total ${storeErrors}`,
+        "# HELP stallguard_gate_spend_usd_total Dollars of model spend seen in upstream usage (priced models only).",
+        "# TYPE stallguard_gate_spend_usd_total counter",
+        `stallguard_gate_spend_usd_total ${spendUsd}`,
+        "# HELP stallguard_gate_overhead_seconds Time the gate adds before the response head (total minus upstream).",
+        "# TYPE stallguard_gate_overhead_seconds histogram",
+        ...OVERHEAD_BUCKETS_S.map((b, i) => `stallguard_gate_overhead_seconds_bucket{le="${b}"} ${buckets[i]}`),
+        `stallguard_gate_overhead_seconds_bucket{le="+Inf"} ${count}`,
+        `stallguard_gate_overhead_seconds_sum ${sum}`,
+        `stallguard_gate_overhead_seconds_count ${count}`,
+      ];
+      return `${lines.join("\n")}\n`;
+    },
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * The gate's view of the durable store. The server implements it on SQLite
+ * (router-ext/db/); tests use a small in-memory one. Either side may be
+ * synchronous (better-sqlite3) or asynchronous: the gate awaits both calls.
+ *
+ * Nothing here carries a request or response body: identity, counts, money
+ * and timings only.
+ */
+
+/** Who is asking, read from the request headers. */
+export interface GateIdentity {
+  /** X-Router-Conversation, else opencode's x-session-id; null when neither is sent. */
+  conversation: string | null;
+  /** X-Router-Agent. */
+  agent: string | null;
+  /** X-Router-Parent, else opencode's x-parent-session-id. */
+  parent: string | null;
+  /** X-Stallguard-Plugin (the plugin's version), null without the plugin. */
+  pluginVersion: string | null;
+}
+
+/** Whether a request may pass. */
+export interface GateDecision {
+  refused: boolean;
+  /** What the refusal covers: this session only, or its whole tree. null when allowed. */
+  scope: "session" | "tree" | null;
+  /** Why (shown to the user inside the error message). null when allowed. */
+  reason: string | null;
+  /** The conversation's tree root as the store knows it (the conversation itself for a root). */
+  rootId: string | null;
+}
+
+/** One proxied (or refused) request. Snake case: it maps onto a table row. */
+export interface RequestRecord {
+  /** null when the client sent no conversation header. */
+  conversation: string | null;
+  root_id: string | null;
+  agent: string | null;
+  parent: string | null;
+  /** The request body's `model`, null when absent or unreadable. */
+  model: string | null;
+  /** HTTP status answered to the client (the refusal status for a refused request). */
+  status: number;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  cached_tokens: number | null;
+  /** From the price table; null when the model has no price or usage is unknown. */
+  cost_usd: number | null;
+  /** Context size of this turn: the prompt tokens. */
+  context_tokens: number | null;
+  /** Epoch milliseconds when the gate received the request. */
+  started_at: number;
+  /** Until the response ended (the last byte of a stream). */
+  duration_ms: number;
+  refused: boolean;
+  plugin_version: string | null;
+}
+
+export interface GateStore {
+  decide(identity: GateIdentity): GateDecision | Promise<GateDecision>;
+  recordRequest(record: RequestRecord): void | Promise<void>;
+}
+
+/** The decision for an unknown or allowed conversation. */
+export function allowed(rootId: string | null): GateDecision {
+  return { refused: false, scope: null, reason: null, rootId };
+}

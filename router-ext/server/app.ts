@@ -1,0 +1,310 @@
+// The router extension's HTTP app: POST /progress, /health, /metrics and the
+// admin API. No listen and no database open here (start.ts does both), so
+// tests drive it with app.request() or through a real server alike.
+import type { Context, Hono as HonoType } from "hono";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { z } from "zod";
+import {
+  type Directive,
+  type ProgressMessage,
+  type ProgressResponse,
+  parseProgressBody,
+} from "../../shared/index.ts";
+import { schemaVersion } from "../db/migrations.ts";
+import type { FreshTransition, Store } from "../db/store.ts";
+import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews } from "./knobs.ts";
+import type { LiveConfig } from "./live-config.ts";
+import { renderMetrics } from "./metrics.ts";
+import { bearerToken, isLoopbackHost, safeEqual } from "./security.ts";
+import { modeKnobs, parseTreeState, stageOf } from "./stage.ts";
+
+export interface AppDeps {
+  store: Store;
+  config: LiveConfig;
+  adminToken: string;
+  /** STALLGUARD_TOKEN; null means reporters must connect from loopback. */
+  pluginToken: string | null;
+  version: string;
+  now?: () => number;
+  log?: (line: string) => void;
+  /** The client's address (for the loopback rule); null when unknown, which counts as remote. */
+  remoteAddress?: (c: Context) => string | null;
+  /**
+   * Runs after a POST /progress stored new transitions (alerts, refusals). Returns
+   * the directives for the reporting plugin (acting modes). Must not throw.
+   */
+  onFresh?: (fresh: FreshTransition[]) => Directive[];
+  /** Further Prometheus text for /metrics (the gate's histograms). */
+  extraMetrics?: () => string[];
+  /** Sub-apps mounted behind the admin token (their routes start with /api/). */
+  adminApps?: HonoType[];
+  /** Sub-apps mounted as they are (the gate, the admin page). */
+  openApps?: HonoType[];
+}
+
+const byName = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[\x20-\x7e]+$/, "printable ASCII");
+const treeActionSchema = z.strictObject({ by: byName.optional() });
+const rootIdSchema = z.string().min(1).max(200);
+const knobPutSchema = z.strictObject({
+  path: z.string().min(1).max(200),
+  value: z.unknown(),
+  by: byName.optional(),
+});
+
+function issuesOf(error: z.ZodError): string[] {
+  return error.issues.flatMap((i) =>
+    i.code === "unrecognized_keys"
+      ? i.keys.map((k) => `${[...i.path, k].join(".")}: unknown field`)
+      : [`${i.path.join(".") || "(root)"}: ${i.message}`],
+  );
+}
+
+/** Reads a JSON body that may be empty ({}), or returns null when it is not JSON. */
+async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok: false }> {
+  const text = await c.req.text();
+  if (text.trim() === "") return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/**
+ * @example
+ * const app = createApp({ store, config, adminToken, pluginToken: null, version: "dev" });
+ * const res = await app.request("/health");
+ */
+export function createApp(deps: AppDeps): Hono {
+  const now = deps.now ?? Date.now;
+  const log = deps.log ?? (() => {});
+  const { store, config } = deps;
+  const liveWindow = () => 3 * config.get().progress.heartbeat;
+  const app = new Hono();
+
+  app.onError((err, c) => {
+    log(`error: ${c.req.method} ${c.req.path}: ${err.message}`);
+    return c.json({ error: "internal error" }, 500);
+  });
+  app.notFound((c) => c.json({ error: "not found" }, 404));
+
+  // ---- POST /progress ---------------------------------------------------
+  app.post(
+    "/progress",
+    async (c, next) => {
+      const token = bearerToken(c.req.header("authorization"));
+      const allowed = deps.pluginToken
+        ? token !== null && safeEqual(token, deps.pluginToken)
+        : isLoopbackHost(deps.remoteAddress?.(c) ?? "");
+      if (!allowed) {
+        store.bump("progress_rejected_total:401");
+        return c.json(
+          {
+            error: deps.pluginToken
+              ? "missing or wrong bearer token"
+              : "reporters must connect from loopback",
+          },
+          401,
+        );
+      }
+      await next();
+    },
+    (c, next) =>
+      bodyLimit({
+        maxSize: config.get().server.max_progress_bytes,
+        onError: (cc) => {
+          store.bump("progress_rejected_total:413");
+          return cc.json({ error: `body larger than ${config.get().server.max_progress_bytes} bytes` }, 413);
+        },
+      })(c, next),
+    async (c) => {
+      const body = await jsonBody(c);
+      if (!body.ok) {
+        store.bump("progress_rejected_total:400");
+        return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
+      }
+      const parsed = parseProgressBody(body.value);
+      if (!parsed.ok) {
+        store.bump("progress_rejected_total:400");
+        return c.json({ error: "invalid progress body", issues: parsed.errors.slice(0, 50) }, 400);
+      }
+      const result = ingest(deps, parsed.value, now());
+      let directives: Directive[] = [];
+      if (result.fresh.length > 0 && deps.onFresh) {
+        try {
+          directives = deps.onFresh(result.fresh).slice(0, 50);
+        } catch (err) {
+          log(`progress: after-store actions failed: ${(err as Error).message}`);
+        }
+      }
+      const response: ProgressResponse = {
+        accepted: result.accepted,
+        duplicates: result.duplicates,
+        directives,
+      };
+      return c.json(response);
+    },
+  );
+
+  // ---- health and metrics -------------------------------------------------
+  app.get("/health", (c) => {
+    let db = "ok";
+    let version = 0;
+    try {
+      store.ping();
+      version = schemaVersion(store.db);
+    } catch (err) {
+      db = `error: ${(err as Error).message}`;
+    }
+    const tick = db === "ok" ? store.lastWatchdogTick() : null;
+    return c.json(
+      {
+        ok: db === "ok",
+        version: deps.version,
+        db,
+        schema_version: version,
+        mode: config.get().progress.mode,
+        watchdog: tick ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged } : null,
+      },
+      db === "ok" ? 200 : 503,
+    );
+  });
+
+  app.get("/metrics", (c) => {
+    const snapshot = store.metrics({ now: now(), liveWindowMs: liveWindow() });
+    let extra: string[] = [];
+    try {
+      extra = deps.extraMetrics?.() ?? [];
+    } catch (err) {
+      log(`metrics: extra metrics failed: ${(err as Error).message}`);
+    }
+    const flagged = store
+      .sessions({ now: now(), liveWindowMs: liveWindow() })
+      .filter((r) => r.verdict !== "ok");
+    return c.body(renderMetrics(snapshot, flagged, extra), 200, {
+      "content-type": "text/plain; version=0.0.4; charset=utf-8",
+    });
+  });
+
+  // ---- admin API ----------------------------------------------------------
+  const api = new Hono();
+  api.use("/api/*", async (c, next) => {
+    const token = bearerToken(c.req.header("authorization"));
+    if (token === null || !safeEqual(token, deps.adminToken)) {
+      return c.json({ error: "admin token required: Authorization: Bearer <token>" }, 401);
+    }
+    await next();
+  });
+
+  api.get("/api/sessions", (c) =>
+    c.json({ sessions: store.sessions({ now: now(), liveWindowMs: liveWindow() }) }),
+  );
+
+  api.get("/api/events", (c) => {
+    const raw = c.req.query("limit");
+    const limit = raw === undefined ? 100 : Number(raw);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+      return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 10000"] }, 400);
+    return c.json({ events: store.events(limit) });
+  });
+
+  api.get("/api/trees", (c) =>
+    c.json({ trees: store.refusals().filter((r) => r.scope === "tree"), log: store.refusalLog(100) }),
+  );
+
+  const treeAction = (state: "stopped" | "running") => async (c: Context) => {
+    const root = rootIdSchema.safeParse(c.req.param("root"));
+    if (!root.success) return c.json({ error: "invalid tree id", issues: issuesOf(root.error) }, 400);
+    const body = await jsonBody(c);
+    if (!body.ok) return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
+    const parsed = treeActionSchema.safeParse(body.value);
+    if (!parsed.success) return c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400);
+    const by = parsed.data.by ?? "admin";
+    const at = now();
+    store.setRefusal("tree", root.data, state, by, at, state === "stopped" ? "admin Stop" : "admin Resume");
+    log(`tree ${root.data}: ${state === "stopped" ? "stopped" : "resumed"} by ${by}`);
+    return c.json({ root_id: root.data, state, by, at });
+  };
+  api.post("/api/trees/:root/stop", treeAction("stopped"));
+  api.post("/api/trees/:root/resume", treeAction("running"));
+
+  api.get("/api/knobs", (c) =>
+    c.json({ knobs: knobViews(config.get(), config.overriddenPaths()), excluded: excludedLeaves() }),
+  );
+
+  api.put("/api/knobs", async (c) => {
+    const body = await jsonBody(c);
+    if (!body.ok) return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
+    const parsed = knobPutSchema.safeParse(body.value);
+    if (!parsed.success) return c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400);
+    const { path, value } = parsed.data;
+    if (isExcluded(path)) {
+      const why = excludedLeaves().find((e) => e.path === path)?.why ?? "not changeable while running";
+      return c.json({ error: "knob cannot be changed live", issues: [`${path}: ${why}`] }, 400);
+    }
+    const spec = knobSpec(path);
+    if (!spec) return c.json({ error: "unknown knob", issues: [`${path}: no such knob`] }, 400);
+    if (!("value" in (body.value as object)))
+      return c.json({ error: "invalid body", issues: ["value: required"] }, 400);
+    const check = config.check(path, value);
+    if (!check.ok)
+      return c.json(
+        { error: "invalid value", issues: check.issues.map((i) => `${i.path}: ${i.message}`).slice(0, 20) },
+        400,
+      );
+    store.setKnobOverride(path, value, parsed.data.by ?? "admin", now());
+    const applied = config.trySet(path, value);
+    if (!applied.ok) {
+      store.deleteKnobOverride(path);
+      return c.json(
+        { error: "invalid value", issues: applied.issues.map((i) => `${i.path}: ${i.message}`) },
+        400,
+      );
+    }
+    log(`knob ${path} set by ${parsed.data.by ?? "admin"}`);
+    return c.json({ path, value: displayValue(spec, getPath(applied.config, path)) });
+  });
+
+  api.delete("/api/knobs/:path", (c) => {
+    const path = c.req.param("path");
+    const spec = knobSpec(path);
+    if (!spec) return c.json({ error: "unknown knob", issues: [`${path}: no such knob`] }, 400);
+    const r = config.tryReset(path);
+    if (!r.ok)
+      return c.json(
+        { error: "reset would be invalid", issues: r.issues.map((i) => `${i.path}: ${i.message}`) },
+        400,
+      );
+    store.deleteKnobOverride(path);
+    return c.json({ path, value: displayValue(spec, getPath(r.config, path)) });
+  });
+
+  for (const sub of deps.adminApps ?? []) api.route("/", sub);
+  app.route("/", api);
+  for (const sub of deps.openApps ?? []) app.route("/", sub);
+  return app;
+}
+
+/** Stores a validated /progress body, computing each transition's stage with the live mode knobs. */
+export function ingest(deps: Pick<AppDeps, "store" | "config">, messages: ProgressMessage[], at: number) {
+  const cfg = deps.config.get();
+  const knobs = modeKnobs(cfg);
+  const live = 3 * cfg.progress.heartbeat;
+  return deps.store.ingest(messages, {
+    now: at,
+    stage: (t, ctx) => {
+      const out = stageOf(t, {
+        treeState: parseTreeState(t.root_id, ctx.treeState),
+        knobs,
+        pluginLive: ctx.pluginSeenAt !== null && at - ctx.pluginSeenAt <= live,
+        now: at,
+      });
+      return { stage: out.stage, actions: out.actions, treeState: JSON.stringify(out.treeState) };
+    },
+  });
+}

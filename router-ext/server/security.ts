@@ -1,0 +1,51 @@
+// Who may talk to the server: the bind-address rule, bearer tokens compared in
+// constant time, and the loopback test for reporters when no plugin token is set.
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { isIP } from "node:net";
+
+/** True for an address that only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "");
+  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
+  const v4 = h.startsWith("::ffff:") ? h.slice(7) : h;
+  return isIP(v4) === 4 && v4.startsWith("127.");
+}
+
+/**
+ * The bind rule: loopback always; any other address only when both the admin
+ * token and the plugins' shared token are set explicitly in the environment.
+ */
+export function checkBindHost(
+  host: string,
+  env: NodeJS.ProcessEnv,
+): { ok: true } | { ok: false; message: string } {
+  if (isLoopbackHost(host)) return { ok: true };
+  const missing = ["STALLGUARD_ADMIN_TOKEN", "STALLGUARD_TOKEN"].filter((k) => !env[k]);
+  if (missing.length === 0) return { ok: true };
+  return {
+    ok: false,
+    message: `refusing to bind non-loopback address ${host}: set ${missing.join(" and ")} in the environment first`,
+  };
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or null. */
+export function bearerToken(header: string | undefined | null): string | null {
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? (m[1] ?? null) : null;
+}
+
+/** Compares two secrets in constant time (over their digests, so lengths do not leak either). */
+export function safeEqual(a: string, b: string): boolean {
+  const da = createHash("sha256").update(a).digest();
+  const db = createHash("sha256").update(b).digest();
+  return timingSafeEqual(da, db);
+}
+
+/** A fresh admin token: 32 random bytes, base64url. */
+export function generateToken(): string {
+  return randomBytes(32).toString("base64url");
+}

@@ -1,0 +1,22 @@
+// The watchdog: an independent, scheduled sensor for sessions without a
+// plugin. It reads opencode's server API, judges with the shared core and
+// reports verdict changes to the router extension (source: watchdog).
+export { buildDigest, type DigestCall, type DigestInput } from "./digest.ts";
+export { acquireLock, type Lock } from "./lock.ts";
+export {
+  startWatchdogLoop,
+  TIMER_UNIT,
+  timerInstalled,
+  userUnitDir,
+  type WatchdogLoop,
+  type WatchdogLoopOptions,
+} from "./loop.ts";
+export { askSecondOpinion, parseOpinion, type SecondOpinion } from "./ollama.ts";
+export { collectServers, rcServersPath, readRcServers, serversFromRegistry } from "./servers.ts";
+export { defaultStatePath, loadState, saveState, type WatchdogState } from "./state.ts";
+export {
+  type RouterOutcome,
+  runWatchdogTick,
+  type WatchdogTickOptions,
+  type WatchdogTickResult,
+} from "./tick.ts";

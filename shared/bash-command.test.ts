@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import {
+  commandNumbers,
+  commandTarget,
+  isCommitCommand,
+  isTestCommand,
+  looksSecret,
+  mainSegment,
+  redactWord,
+  referencedFiles,
+  segments,
+  tokenize,
+  workText,
+} from "./bash-command.ts";
+import { configSchema } from "./config.ts";
+import { policyFromConfig } from "./policy.ts";
+
+const patterns = policyFromConfig(configSchema.parse({})).testPatterns;
+
+describe("tokenize and segments", () => {
+  it("honours quotes, backslashes and separators", () => {
+    expect(tokenize(`a "b c" 'd "e"' f\\ g`)).toEqual(["a", "b c", 'd "e"', "f g"]);
+    expect(tokenize("a&&b||c;d|e&f|&g")).toEqual([
+      "a",
+      "&&",
+      "b",
+      "||",
+      "c",
+      ";",
+      "d",
+      "|",
+      "e",
+      "&",
+      "f",
+      "|&",
+      "g",
+    ]);
+    expect(tokenize('""')).toEqual([""]);
+  });
+
+  it("keeps redirections with & as one word, not a separator", () => {
+    expect(tokenize("cat f 2>&1 | head")).toEqual(["cat", "f", "2>&1", "|", "head"]);
+    expect(tokenize("make &>log.txt")).toEqual(["make", "&>log.txt"]);
+    expect(tokenize("echo x >&2")).toEqual(["echo", "x", ">&2"]);
+    expect(tokenize("sleep 1 & wait")).toEqual(["sleep", "1", "&", "wait"]);
+  });
+
+  it("drops env assignments and wrappers at the start of each simple command", () => {
+    expect(segments("A=1 B=2 env C=3 timeout 30s nohup npm test && FOO=x git status")).toEqual([
+      ["npm", "test"],
+      ["git", "status"],
+    ]);
+    expect(mainSegment("cd x && export Y=1 && pytest -q")).toEqual(["pytest", "-q"]);
+    expect(mainSegment("cd x")).toEqual(["cd", "x"]);
+    expect(workText("cd /a && source .venv/bin/activate && pytest t.py")).toBe("pytest t.py");
+    expect(workText("cd /a")).toBe("cd /a");
+  });
+});
+
+describe("referenced files and numbers", () => {
+  it("finds paths and bare names with known extensions, not URLs or /dev/null", () => {
+    expect(referencedFiles("cat ./a/b.txt ~/x/y /abs/path README.md 2>/dev/null")).toEqual([
+      "/abs/path",
+      "README.md",
+      "a/b.txt",
+      "~/x/y",
+    ]);
+    expect(referencedFiles("curl https://example.com/a/b.json")).toEqual([]);
+    expect(referencedFiles("echo $((6/3)) 1/2")).toEqual([]);
+    expect(referencedFiles("ls src/lib/")).toEqual(["src/lib"]);
+  });
+
+  it("keeps slice numbers and drops fd numbers, env values and numbers inside file names", () => {
+    expect(commandNumbers("sed -n 10,20p f.py", ["f.py"])).toEqual(["10", "20"]);
+    expect(commandNumbers("head -n5 f.py 2>&1", ["f.py"])).toEqual(["5"]);
+    expect(commandNumbers("N=3 cat v2/file1.py 2>/dev/null", ["v2/file1.py"])).toEqual([]);
+    expect(commandNumbers("python3.11 x.py --limit=40", ["x.py"])).toEqual(["40"]);
+  });
+
+  it("scans long words in linear time (a regression: the path regex used to backtrack exponentially)", () => {
+    const long = `echo ${"a".repeat(200_000)} ${"b.".repeat(50_000)} http${"c".repeat(100_000)} x.py`;
+    expect(referencedFiles(long)).toEqual(["x.py"]);
+    expect(commandNumbers(long, ["x.py"])).toEqual([]);
+    expect(commandTarget(long)).toBe(`echo ${"a".repeat(117)}...`);
+  });
+});
+
+describe("commit and test detection", () => {
+  it("recognizes git commit in any segment, with global options, including --amend", () => {
+    for (const c of [
+      "git commit -m x",
+      "git commit --amend --no-edit",
+      "cd repo && git add a.py && git commit -qm 'x y'",
+      "git -C sub commit -m x",
+      "git -c user.name=x commit -m y",
+      "GIT_AUTHOR_NAME=x git commit -m y",
+    ])
+      expect(isCommitCommand(c), c).toBe(true);
+    for (const c of [
+      "git status",
+      "git commit-tree abc",
+      "echo git commit",
+      "git log --grep commit",
+      "gitk commit",
+    ])
+      expect(isCommitCommand(c), c).toBe(false);
+  });
+
+  it("recognizes test and lint runs from the configured patterns", () => {
+    for (const c of [
+      "pytest tests/x.py -k foo",
+      "python -m pytest -q",
+      "cd app && npm test",
+      "npm run lint",
+      "npx vitest run",
+      "CI=1 cargo test",
+      "go test ./...",
+      "make check",
+      "ruff check .",
+      "python3 tests/runtests.py",
+    ])
+      expect(isTestCommand(c, patterns), c).toBe(true);
+    for (const c of ["npm install", "python3 reproduce.py", "cat test_x.py", "echo pytest", "ls tests"])
+      expect(isTestCommand(c, patterns), c).toBe(false);
+  });
+});
+
+describe("redaction", () => {
+  it("marks key-shaped tokens, credential URLs, auth words and long random words as secret", () => {
+    for (const w of [
+      "sk-abcdefghijkl",
+      "ghp_1234567890abcdef",
+      "AKIAABCDEFGHIJKL",
+      "https://u:p@host/x",
+      "Bearer",
+      "a1b2c3d4e5f6a7b8c9d0e1f2",
+      "--key=a1b2c3d4e5f6a7b8c9d0e1f2",
+    ])
+      expect(looksSecret(w), w).toBe(true);
+    for (const w of ["pytest", "src/components/navbar.js", "-n", "100", "test_admin_js_units.py", "README"])
+      expect(looksSecret(w), w).toBe(false);
+  });
+
+  it("redacts words for targets", () => {
+    expect(redactWord("TOKEN=x")).toBeNull();
+    expect(redactWord("sk-abcdefghijklmnop")).toBe("<redacted>");
+    expect(redactWord("--output=/tmp/x")).toBe("--output=<value>");
+    expect(redactWord("two words")).toBe("<text>");
+    expect(redactWord("plain")).toBe("plain");
+  });
+});

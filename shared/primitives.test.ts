@@ -1,0 +1,190 @@
+import { describe, expect, it } from "vitest";
+import { BoundedMap } from "./bounded-map.ts";
+import { diffChange, editChange, writeChange } from "./change.ts";
+import { coarsePath } from "./coarse-path.ts";
+import { configSchema } from "./config.ts";
+import { policyFromConfig } from "./policy.ts";
+import { replay } from "./replay.ts";
+import { evaluateCandidate, grid, median, sweep } from "./sweep.ts";
+import { TopK } from "./top-k.ts";
+
+describe("TopK (space-saving heavy hitters)", () => {
+  it("keeps at most k keys and always keeps a key more frequent than 1/k", () => {
+    const top = new TopK<string>(4);
+    for (let i = 0; i < 1000; i++) {
+      top.add(`noise${i}`, "n");
+      top.add("hot", "h");
+    }
+    expect(top.size).toBe(4);
+    const best = top.max();
+    expect(best?.key).toBe("hot");
+    expect(best?.count).toBeGreaterThanOrEqual(900);
+    expect(best?.count).toBeLessThanOrEqual(1000);
+    expect(top.top(10).length).toBe(4);
+    expect(top.top(2).map((e) => e.count)).toEqual([...top.top(2).map((e) => e.count)].sort((a, b) => b - a));
+    top.clear();
+    expect([top.size, top.max()]).toEqual([0, null]);
+  });
+
+  it("reports guaranteed counts: a key seen once after many distinct keys is never shown as repeated", () => {
+    const top = new TopK<string>(8);
+    for (let i = 0; i < 5000; i++) expect(top.add(`k${i}`, "x")).toBeGreaterThanOrEqual(1);
+    expect(top.max()?.count).toBe(1);
+    expect(top.top(8).every((e) => e.count === 1)).toBe(true);
+  });
+
+  it("counts exactly while under capacity", () => {
+    const top = new TopK<number>(10);
+    for (const k of ["a", "b", "a", "c", "a", "b"]) top.add(k, 0);
+    expect(top.top(3).map((e) => [e.key, e.count])).toEqual([
+      ["a", 3],
+      ["b", 2],
+      ["c", 1],
+    ]);
+  });
+});
+
+describe("BoundedMap", () => {
+  it("drops the least recently set or touched entry past capacity", () => {
+    const m = new BoundedMap<string, number>(3);
+    m.set("a", 1);
+    m.set("b", 2);
+    m.set("c", 3);
+    m.touch("a");
+    m.set("d", 4);
+    expect([...m.keys()]).toEqual(["c", "a", "d"]);
+    m.set("c", 5);
+    m.set("e", 6);
+    expect([...m.keys()]).toEqual(["d", "c", "e"]);
+    expect(m.size).toBe(3);
+    expect(m.touch("zz")).toBeUndefined();
+    expect(m.delete("d")).toBe(true);
+    m.clear();
+    expect(m.size).toBe(0);
+  });
+});
+
+describe("change fingerprints", () => {
+  it("a diff and its reverse swap fwd and rev; file order does not matter", () => {
+    const ab = diffChange("--- a/x.py\n+++ b/x.py\n@@\n-A\n+B\n");
+    const ba = diffChange("--- a/x.py\n+++ b/x.py\n@@\n-B\n+A\n");
+    expect(ab && ba && [ab.fwd === ba.rev, ab.rev === ba.fwd, ab.fwd === ba.fwd]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    const two = "--- a/x.py\n+++ b/x.py\n-1\n+2\ndiff --git a/y.py b/y.py\n--- a/y.py\n+++ b/y.py\n-3\n+4\n";
+    const swapped =
+      "--- a/y.py\n+++ b/y.py\n-3\n+4\ndiff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n-1\n+2\n";
+    expect(diffChange(two)?.fwd).toBe(diffChange(swapped)?.fwd);
+    expect(diffChange("--- a/x.py\n+++ b/z.py\n-1\n+2\n")?.fwd).not.toBe(
+      diffChange("--- a/x.py\n+++ b/x.py\n-1\n+2\n")?.fwd,
+    );
+    expect(diffChange("no hunks here")).toBeNull();
+    expect(diffChange("--- /dev/null\n+++ b/new.py\n+x\n")).not.toBeNull();
+  });
+
+  it("edit and write changes reverse the same way", () => {
+    const e = editChange("a", "x", "y");
+    expect(editChange("a", "y", "x")).toEqual({ fwd: e.rev, rev: e.fwd });
+    const w = writeChange("p", "h1", "h2");
+    expect(writeChange("p", "h2", "h1")).toEqual({ fwd: w.rev, rev: w.fwd });
+    expect(writeChange("q", "h1", "h2").fwd).not.toBe(w.fwd);
+  });
+});
+
+describe("coarsePath", () => {
+  it("relativizes to the directory, hides the account name, trims long paths", () => {
+    expect(coarsePath("/w/repo/src/a.ts", "/w/repo/")).toBe("src/a.ts");
+    expect(coarsePath("/w/repo", "/w/repo")).toBe(".");
+    expect(coarsePath("/w/repository/a", "/w/repo")).toBe("/w/repository/a");
+    expect(coarsePath("C:\\w\\repo\\a.ts", "C:\\w\\repo")).toBe("a.ts");
+    expect(coarsePath("/home/alice", null)).toBe("~");
+    expect(coarsePath("./x", undefined)).toBe("x");
+    expect(coarsePath("", null)).toBe(".");
+    const long = coarsePath(`/x/${"d/".repeat(200)}f.py`, null);
+    expect(long.length).toBe(200);
+    expect(long.endsWith("f.py")).toBe(true);
+    expect(coarsePath("/w/a", 5 as never)).toBe("/w/a");
+  });
+});
+
+describe("replay and sweep", () => {
+  const policy = policyFromConfig(configSchema.parse({}));
+  const msg = (i: number, tool: string, input: unknown, metadata: unknown = {}, status = "completed") => ({
+    info: {
+      id: `m${i}`,
+      role: "assistant",
+      agent: "build",
+      time: { created: i * 1000 },
+      cost: 0.01,
+      tokens: { input: 10 },
+    },
+    parts: [
+      {
+        type: "tool",
+        tool,
+        callID: `c${i}`,
+        state: { status, input, metadata, time: { end: i * 1000 + 1 } },
+      },
+    ],
+  });
+  const stuck = {
+    id: "stuck",
+    parentId: null,
+    directory: "/r",
+    messages: Array.from({ length: 12 }, (_, i) => msg(i, "read", { filePath: "/r/a.js" })),
+  };
+  const fine = {
+    id: "fine",
+    parentId: null,
+    messages: Array.from({ length: 12 }, (_, i) =>
+      i % 3 === 2
+        ? msg(
+            i,
+            "edit",
+            { filePath: "/r/a.js", oldString: `${i}`, newString: `${i + 1}` },
+            { diff: `-${i}\n+${i + 1}` },
+          )
+        : msg(i, "read", { filePath: `/r/f${i}.js` }),
+    ),
+  };
+
+  it("replay reports verdicts, first flag call, counts and a timeline", () => {
+    const [a, b] = replay([stuck, fine], policy, { timeline: true });
+    expect(a).toMatchObject({
+      id: "stuck",
+      calls: 12,
+      landed: 0,
+      worst: "stalling",
+      first_flag_call: policy.thresholds.top_warn,
+      reason: "repeat_target",
+    });
+    expect(a?.dup_share).toBeCloseTo(11 / 12, 3);
+    expect(a?.top_target).toBe("read a.js");
+    expect(a?.timeline).toHaveLength(12);
+    expect(a?.timeline[policy.thresholds.top_warn - 1]?.verdict).toBe("stalling");
+    expect(a?.timeline[0]?.verdict).toBe("ok");
+    expect(b).toMatchObject({ id: "fine", calls: 12, landed: 4, worst: "ok", first_flag_call: null });
+    expect(b?.usd).toBeCloseTo(0.12, 6);
+  });
+
+  it("sweep picks the safe candidate that catches the most loops", () => {
+    const labels = { stuck: "loop", fine: "healthy" } as const;
+    const rows = grid({ top_warn: [4, 6, 50] });
+    expect(rows).toEqual([{ top_warn: 4 }, { top_warn: 6 }, { top_warn: 50 }]);
+    expect(grid({ top_warn: [4, 6], dup_warn: [0.3, 0.5] })).toHaveLength(4);
+    const row = evaluateCandidate([stuck, fine], labels, policy, {
+      top_warn: 50,
+      dup_warn: 1,
+      ceiling_turns: 1000,
+    });
+    expect([row.loops, row.loopsCaught, row.healthy, row.healthyFlagged]).toEqual([1, 0, 1, 0]);
+    const { proposed } = sweep([stuck, fine], labels, policy, rows);
+    expect(proposed?.thresholds).toEqual({ top_warn: 4 });
+    expect(proposed?.medianCallsToDetection).toBe(4);
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([1, 2, 3, 4])).toBe(2.5);
+    expect(median([])).toBeNull();
+  });
+});

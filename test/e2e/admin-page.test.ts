@@ -1,0 +1,289 @@
+// The admin page in real headless Chromium against the real server: a seeded
+// looping tree shows up with its verdict and top target, Resume lifts the
+// admin Stop (checked through the API), the token survives in IndexedDB, a bad
+// token gets a clear 401, and a knob edit round-trips through PUT /api/knobs.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import type { Transition, WireSignals } from "../../shared/index.ts";
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
+const TOKEN = "admin-e2e-token-0123456789";
+const ROOT = "ses_admin_root";
+const CHILD = "ses_admin_child";
+const OTHER = "ses_admin_other";
+const TARGET = "read src/nav/navbar.ts";
+
+function signals(over: Partial<WireSignals> = {}): WireSignals {
+  return {
+    calls: 40,
+    landed: 0,
+    turns: 12,
+    turns_since_landed: 12,
+    calls_since_landed: 40,
+    usd_since_landed: 0.42,
+    usd_total: 0.42,
+    dup_share: 0.6,
+    ndup_share: 0.6,
+    fail_streak: 0,
+    context_tokens: 81_234,
+    max_context_tokens: 81_234,
+    novelty: 0.1,
+    injected_since_landed: 0,
+    flip_flops: 0,
+    compactions: 0,
+    read_only: false,
+    last_landed_at: null,
+    ...over,
+  };
+}
+
+function transition(
+  session: string,
+  parent: string | null,
+  agent: string,
+  previous: Transition["verdict"],
+  verdict: Transition["verdict"],
+  at: number,
+  over: Partial<Transition> = {},
+): Transition {
+  return {
+    type: "transition",
+    id: `p:${session}:${at}:${previous[0]}${verdict[0]}`,
+    source: "plugin",
+    session_id: session,
+    parent_id: parent,
+    root_id: ROOT,
+    agent,
+    verdict,
+    previous,
+    reason: verdict === "ok" ? null : "repeat_target",
+    signals: signals(),
+    top_target: null,
+    top_target_count: 0,
+    report: "",
+    at,
+    plugin_version: "0.1.0",
+    ...over,
+  };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: raw API JSON
+type Json = any;
+
+describe("admin page (real Chromium, real server)", () => {
+  let srv: RunningServer;
+  let tmp: string;
+  let context: BrowserContext;
+  const problems: string[] = [];
+
+  const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
+    const res = await fetch(`${srv.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: body === undefined ? null : JSON.stringify(body),
+    });
+    expect(res.status, `${method} ${path}`).toBe(200);
+    return res.json();
+  };
+
+  const openPage = async (fragment: string): Promise<Page> => {
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+    page.on("console", (m) => {
+      if (/Content Security Policy|Trusted Type/i.test(m.text())) problems.push(`csp: ${m.text()}`);
+    });
+    await page.goto(`${srv.url}/admin${fragment}`);
+    return page;
+  };
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "stallguard-admin-e2e-"));
+    const localConfig = join(tmp, "config.local.yaml");
+    writeFileSync(localConfig, "watchdog:\n  enabled: false\n");
+    srv = await startServer({
+      port: 0,
+      host: "127.0.0.1",
+      dbPath: join(tmp, "stallguard.db"),
+      configPath: localConfig,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
+      watchdog: false,
+      log: () => {},
+    });
+    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1400, height: 1000 },
+    });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await srv?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it("shows a stopped looping tree, and Resume lets it run again", async () => {
+    const t0 = Date.now() - 60_000;
+    const report = `[router] A sub-agent stalled.\n  session: ${CHILD} (sisyphus-junior), child of ${ROOT}\n  most repeated: ${TARGET} x31`;
+    const seeded = await api("POST", "/progress", [
+      transition(ROOT, null, "atlas", "ok", "stalling", t0),
+      transition(ROOT, null, "atlas", "stalling", "ok", t0 + 1000),
+      transition(CHILD, ROOT, "sisyphus-junior", "ok", "stalling", t0 + 2000, {
+        top_target: TARGET,
+        top_target_count: 12,
+      }),
+      transition(CHILD, ROOT, "sisyphus-junior", "stalling", "looping", t0 + 3000, {
+        top_target: TARGET,
+        top_target_count: 31,
+        signals: signals({ turns_since_landed: 27, usd_since_landed: 1.84, context_tokens: 120_345 }),
+        report,
+      }),
+      transition(OTHER, null, "build", "ok", "stalling", t0 + 4000, { root_id: OTHER }),
+    ]);
+    expect(seeded.accepted).toBe(5);
+    const stopped = await api("POST", `/api/trees/${ROOT}/stop`, { by: "admin" });
+    expect(stopped).toMatchObject({ root_id: ROOT, state: "stopped", by: "admin" });
+
+    const page = await openPage(`#token=${TOKEN}`);
+    const tree = page.locator(`tbody[data-root="${ROOT}"]`);
+    const child = tree.locator(`tr[data-session="${CHILD}"]`);
+    await child.waitFor();
+    // The token left the address bar as soon as the script read it.
+    expect(page.url()).toBe(`${srv.url}/admin`);
+    expect(await child.getAttribute("data-verdict")).toBe("looping");
+    await expect.poll(() => child.locator("td.verdict").textContent()).toContain("looping");
+    expect(await child.locator("td.target").textContent()).toBe(`${TARGET} x31`);
+    expect(await child.locator("td").nth(1).textContent()).toBe("sisyphus-junior");
+    // Root first, child indented under it; the root's cleared flag still shows.
+    expect(
+      await tree.locator("tr.session").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-session"))),
+    ).toEqual([ROOT, CHILD]);
+    const rootRow = tree.locator(`tr[data-session="${ROOT}"]`);
+    expect(await rootRow.getAttribute("data-verdict")).toBe("ok");
+    expect(await rootRow.locator("td.verdict").textContent()).toContain("worst stalling, flagged 1x");
+    expect(await tree.locator("[data-state]").getAttribute("data-state")).toBe("stopped");
+    expect(await tree.locator("button.resume").isEnabled()).toBe(true);
+    expect(await tree.locator("button.stop").isDisabled()).toBe(true);
+    // The other tree is running and untouched.
+    expect(await page.locator(`tbody[data-root="${OTHER}"] [data-state]`).getAttribute("data-state")).toBe(
+      "running",
+    );
+
+    await child.locator("button").click();
+    const reportRow = tree.locator(`tr[data-report-for="${CHILD}"]`);
+    expect(await reportRow.locator("pre").textContent()).toBe(report);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, "admin-sessions.png") });
+
+    await tree.locator("button.resume").click();
+    await tree.locator('[data-state="running"]').waitFor();
+    const after: Json = await api("GET", "/api/sessions");
+    const inTree = after.sessions.filter((s: Json) => s.root_id === ROOT);
+    expect(inTree.map((s: Json) => s.session_id).sort()).toEqual([CHILD, ROOT].sort());
+    expect(inTree.every((s: Json) => s.refused === false)).toBe(true);
+    const trees: Json = await api("GET", "/api/trees");
+    expect(trees.trees.find((t: Json) => t.key === ROOT)).toMatchObject({ state: "running", by: "admin" });
+    // The report stayed open across the refresh the Resume triggered.
+    expect(await reportRow.count()).toBe(1);
+    await page.screenshot({ path: join(ARTIFACTS, "admin-sessions-resumed.png") });
+
+    // Auto-refresh: a verdict reported while the page is open shows up without a click.
+    await api(
+      "POST",
+      "/progress",
+      transition(OTHER, null, "build", "stalling", "looping", t0 + 5000, { root_id: OTHER }),
+    );
+    await page.locator(`tr[data-session="${OTHER}"][data-verdict="looping"]`).waitFor();
+    await page.close();
+
+    // The token was kept in IndexedDB: plain /admin works without the fragment.
+    const again = await openPage("");
+    await again.locator(`tbody[data-root="${ROOT}"] [data-state="running"]`).waitFor();
+    expect(await again.locator("#auth").isHidden()).toBe(true);
+    await again.close();
+
+    // A wrong token is a clear 401 with the prompt; entering the right one recovers.
+    const bad = await openPage("#token=not-the-token");
+    await bad.locator("#auth").waitFor({ state: "visible" });
+    expect(await bad.locator("#auth-message").textContent()).toMatch(/^401: .*rejected/);
+    expect(await bad.locator("#app").isHidden()).toBe(true);
+    await bad.locator("#token-input").fill(TOKEN);
+    await bad.locator("#auth-form button[type=submit]").click();
+    await bad.locator(`tbody[data-root="${ROOT}"]`).waitFor();
+    await bad.close();
+    expect(problems).toEqual([]);
+  });
+
+  it("edits a knob: a bad value shows the server's error, a good one persists", async () => {
+    const page = await openPage("");
+    const row = page.locator('[data-knob="thresholds.top_warn"]');
+    const input = row.locator("input");
+    await input.waitFor();
+    expect(await input.inputValue()).toBe("6");
+
+    await input.fill("1");
+    await input.press("Tab");
+    const error = row.locator(".knob-error");
+    await expect.poll(() => error.textContent()).toMatch(/thresholds\.top_warn: .*2/);
+    expect(await input.getAttribute("aria-invalid")).toBe("true");
+    const unchanged: Json = await api("GET", "/api/knobs");
+    expect(unchanged.knobs.find((k: Json) => k.path === "thresholds.top_warn").value).toBe(6);
+
+    await input.fill("7");
+    await input.press("Tab");
+    await expect.poll(() => row.locator(".knob-status").textContent()).toBe("saved");
+    expect(await error.textContent()).toBe("");
+    const knobs: Json = await api("GET", "/api/knobs");
+    expect(knobs.knobs.find((k: Json) => k.path === "thresholds.top_warn")).toMatchObject({
+      value: 7,
+      overridden: true,
+    });
+
+    // A duration knob takes text such as "90s"; the excluded knobs are listed with a reason.
+    const interval = page.locator('[data-knob="watchdog.interval"] input');
+    await interval.fill("90s");
+    await interval.press("Tab");
+    await expect
+      .poll(() => page.locator('[data-knob="watchdog.interval"] .knob-status').textContent())
+      .toBe("saved");
+    expect(await page.locator('[data-excluded="server.port"] td.desc').textContent()).not.toBe("");
+
+    await page.screenshot({ path: join(ARTIFACTS, "admin-knobs.png"), fullPage: true });
+
+    // Notifier panel: the test button reports the delivery result (no session D-Bus here, so
+    // it fails and says so), and the enabled toggle is PATCHed.
+    const channel = page.locator('[data-channel="desktop"]');
+    await channel.getByRole("button", { name: "Send test alert" }).click();
+    await expect.poll(() => channel.locator(".chan-result").textContent()).toMatch(/failed/);
+    expect(await channel.locator(".chan-result").getAttribute("class")).toContain("err");
+    await channel.locator('input[type="checkbox"]').uncheck();
+    await expect
+      .poll(async () => ((await api("GET", "/api/channels")) as Json).channels[0].enabled)
+      .toBe(false);
+    await expect.poll(() => page.locator("#deliveries-body tr.failed").count()).toBeGreaterThan(0);
+
+    // Persisted: a fresh load shows the new values.
+    await page.reload();
+    await input.waitFor();
+    expect(await input.inputValue()).toBe("7");
+    expect(await interval.inputValue()).toBe("90s");
+    await page.close();
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,0 +1,88 @@
+// The systemd user units as install-units writes them, checked by the real
+// systemd-analyze verify (skipped, with the reason printed, when it is absent).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, test } from "vitest";
+import { installUnits, UNIT_FILES } from "../../router-ext/cli/install-units.ts";
+import { timerInstalled } from "../../router-ext/watchdog/index.ts";
+
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const tmp = mkdtempSync(join(tmpdir(), "stallguard units "));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const hasAnalyze = spawnSync("systemd-analyze", ["--version"]).status === 0;
+if (!hasAnalyze) console.log("[skip] systemd-analyze is not installed: unit verification skipped");
+
+/** systemd-analyze --user verify; a private runtime dir, since a test has no user manager. */
+function verify(files: string[]): { status: number | null; out: string } {
+  const runtime = mkdtempSync(join(tmpdir(), "stallguard-rt-"));
+  try {
+    const r = spawnSync("systemd-analyze", ["--user", "verify", ...files], {
+      encoding: "utf8",
+      env: { ...process.env, XDG_RUNTIME_DIR: runtime, SYSTEMD_LOG_COLOR: "0" },
+      timeout: 60_000,
+    });
+    return { status: r.status, out: `${r.stdout}${r.stderr}`.trim() };
+  } finally {
+    rmSync(runtime, { recursive: true, force: true });
+  }
+}
+
+describe("systemd user units", () => {
+  // A directory and a binary path with a space and a percent sign, to prove the escaping.
+  const dir = join(tmp, "user units");
+  const binDir = join(tmp, "pkg 100%");
+  const bin = join(binDir, "dist", "stallguard.mjs");
+  const { files } = installUnits({ binPath: bin, dir, intervalMs: 120_000, workDir: REPO });
+
+  test("writes the three units with node, bin, interval, bus address and sandboxing", () => {
+    expect(files.map((f) => f.slice(dir.length + 1)).sort()).toEqual([...UNIT_FILES].sort());
+    const serve = readFileSync(join(dir, "stallguard.service"), "utf8");
+    const tickSvc = readFileSync(join(dir, "stallguard-watchdog.service"), "utf8");
+    const timer = readFileSync(join(dir, "stallguard-watchdog.timer"), "utf8");
+    const escapedBin = `"${bin.replace(/%/g, "%%")}"`;
+    expect(serve).toContain(`ExecStart="${process.execPath}" ${escapedBin} serve`);
+    expect(tickSvc).toContain(`ExecStart="${process.execPath}" ${escapedBin} watchdog --once`);
+    expect(tickSvc).toContain("Type=oneshot");
+    expect(timer).toContain("OnUnitActiveSec=120s");
+    expect(timer).toContain("Unit=stallguard-watchdog.service");
+    for (const unit of [serve, tickSvc]) {
+      expect(unit).toContain("Environment=DBUS_SESSION_BUS_ADDRESS=unix:path=%t/bus");
+      expect(unit).toContain("ReadWritePaths=-%t/bus");
+      expect(unit).toContain("ProtectHome=read-only");
+      expect(unit).toContain("ProtectSystem=strict");
+      expect(unit).toContain("EnvironmentFile=-%E/stallguard/env");
+      expect(unit).toContain("StateDirectory=stallguard");
+      expect(unit).not.toMatch(/@[A-Z]+@/);
+    }
+  });
+
+  test("timerInstalled sees the installed timer file", () => {
+    expect(timerInstalled({ dir, systemctl: false })).toBe(true);
+    expect(timerInstalled({ dir: join(tmp, "empty"), systemctl: false })).toBe(false);
+  });
+
+  test.skipIf(!hasAnalyze)("systemd-analyze --user verify accepts them with no complaint", () => {
+    const r = verify(files);
+    if (r.out) console.log(r.out);
+    expect(r.status).toBe(0);
+    expect(r.out).toBe("");
+  });
+
+  test.skipIf(!hasAnalyze)("the same check catches a broken unit (so the pass above means something)", () => {
+    const broken = join(tmp, "broken.service");
+    writeFileSync(
+      broken,
+      readFileSync(join(dir, "stallguard-watchdog.service"), "utf8").replace(
+        /^ExecStart=.*$/m,
+        "ExecStart=relative/path watchdog",
+      ),
+    );
+    const r = verify([broken]);
+    expect(r.out).toContain("relative/path");
+    expect(r.status).not.toBe(0);
+  });
+});
