@@ -9,8 +9,8 @@
 // pass-through plus the usage scan) and "gate injects usage" (the gate adds
 // stream_options.include_usage and strips the usage-only chunk).
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { createGateMetrics } from "../router-ext/gate/index.ts";
 import type { GateStore } from "../router-ext/gate/store.ts";
@@ -61,11 +61,19 @@ const upstream = createServer((req, res) => {
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     const base = { id: "chatcmpl-bench", object: "chat.completion.chunk", created: 0, model: "bench" };
     for (let i = 0; i < 8; i++) {
-      res.write(chunk({ ...base, choices: [{ index: 0, delta: { content: `token ${i} ` }, finish_reason: null }] }));
+      res.write(
+        chunk({ ...base, choices: [{ index: 0, delta: { content: `token ${i} ` }, finish_reason: null }] }),
+      );
     }
     res.write(chunk({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
     if (includeUsage) {
-      res.write(chunk({ ...base, choices: [], usage: { prompt_tokens: 1000, completion_tokens: 8, total_tokens: 1008 } }));
+      res.write(
+        chunk({
+          ...base,
+          choices: [],
+          usage: { prompt_tokens: 1000, completion_tokens: 8, total_tokens: 1008 },
+        }),
+      );
     }
     res.end("data: [DONE]\n\n");
   });
@@ -114,7 +122,12 @@ async function run(url: string, body: string): Promise<Figures> {
     headers: { "content-type": "application/json", "x-session-id": "ses_bench" },
     body,
   });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts + r.non2xx,
+  };
 }
 
 async function compare(label: string, body: string) {
@@ -153,12 +166,15 @@ try {
     "gate injects usage (line-framed, usage-only chunk stripped)",
     JSON.stringify({ model: "bench", stream: true, messages }),
   );
-  const overhead = /stallguard_gate_overhead_seconds_sum (\S+)\nstallguard_gate_overhead_seconds_count (\S+)/.exec(
-    metrics.render(),
-  );
+  const overhead =
+    /stallguard_gate_overhead_seconds_sum (\S+)\nstallguard_gate_overhead_seconds_count (\S+)/.exec(
+      metrics.render(),
+    );
   if (overhead) {
     const mean = (Number(overhead[1]) / Number(overhead[2])) * 1000;
-    console.log(`\ngate overhead histogram: ${overhead[2]} requests, mean ${mean.toFixed(3)} ms before the response head`);
+    console.log(
+      `\ngate overhead histogram: ${overhead[2]} requests, mean ${mean.toFixed(3)} ms before the response head`,
+    );
   }
   console.log(`requests recorded by the gate: ${recorded}`);
 } finally {

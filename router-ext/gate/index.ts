@@ -357,7 +357,10 @@ export function gateRoutes(opts: GateOptions): Hono {
   app.get("/gate/:conversation", async (c) => {
     const parsed = headerValue.safeParse(c.req.param("conversation"));
     if (!parsed.success) {
-      return c.json(errorBody("conversation id must be 1-256 printable ASCII", "invalid_request_error", "bad_id"), 400);
+      return c.json(
+        errorBody("conversation id must be 1-256 printable ASCII", "invalid_request_error", "bad_id"),
+        400,
+      );
     }
     const d = await decide({ conversation: parsed.data, agent: null, parent: null, pluginVersion: null });
     return c.json({
@@ -394,7 +397,12 @@ export function gateRoutes(opts: GateOptions): Hono {
       refused: false,
       plugin_version: identity.pluginVersion,
     });
-    const local = async (status: number, body: unknown, extra: Record<string, string> = {}, refused = false) => {
+    const local = async (
+      status: number,
+      body: unknown,
+      extra: Record<string, string> = {},
+      refused = false,
+    ) => {
       await record({ ...base(), status, refused, duration_ms: performance.now() - t0 });
       return json(status, body, extra);
     };
@@ -413,7 +421,8 @@ export function gateRoutes(opts: GateOptions): Hono {
     let peek: Peek = { model: null, body: new Uint8Array(0), injected: false };
     if (req.method !== "GET" && req.method !== "HEAD") {
       const read = await readCapped(req, opts.maxBodyBytes).catch(() => null);
-      if (read === null) return local(400, errorBody("could not read the request body", "invalid_request_error", "bad_body"));
+      if (read === null)
+        return local(400, errorBody("could not read the request body", "invalid_request_error", "bad_body"));
       if (!read.ok) return tooLarge();
       peek = peekBody(read.bytes, req.headers.get("content-type"), rest);
       model = peek.model;
@@ -427,13 +436,22 @@ export function gateRoutes(opts: GateOptions): Hono {
       const { status, retry_after_s } = opts.refusal;
       const refusalStatus = Number.isInteger(status) && status >= 400 && status <= 599 ? status : 429;
       const extra: Record<string, string> =
-        retry_after_s !== null && retry_after_s >= 0 ? { "retry-after": String(Math.ceil(retry_after_s)) } : {};
+        retry_after_s !== null && retry_after_s >= 0
+          ? { "retry-after": String(Math.ceil(retry_after_s)) }
+          : {};
       return local(refusalStatus, refusalBody(identity, { ...decision, scope }), extra, true);
     }
 
     if (!opts.upstream) {
       metrics.upstreamError("no_upstream");
-      return local(503, errorBody("stallguard gate: no upstream configured (server.upstream)", "upstream_error", "no_upstream"));
+      return local(
+        503,
+        errorBody(
+          "stallguard gate: no upstream configured (server.upstream)",
+          "upstream_error",
+          "no_upstream",
+        ),
+      );
     }
 
     // Forward.
@@ -464,13 +482,24 @@ export function gateRoutes(opts: GateOptions): Hono {
         log(`gate: upstream timed out after ${opts.timeoutMs} ms`);
         return local(
           504,
-          errorBody(`stallguard gate: upstream did not answer within ${opts.timeoutMs} ms`, "upstream_error", "upstream_timeout"),
+          errorBody(
+            `stallguard gate: upstream did not answer within ${opts.timeoutMs} ms`,
+            "upstream_error",
+            "upstream_timeout",
+          ),
         );
       }
       metrics.upstreamError("unreachable");
       const code = errorCode(err);
       log(`gate: upstream unreachable (${code})`);
-      return local(502, errorBody(`stallguard gate: upstream unreachable (${code})`, "upstream_error", "upstream_unreachable"));
+      return local(
+        502,
+        errorBody(
+          `stallguard gate: upstream unreachable (${code})`,
+          "upstream_error",
+          "upstream_unreachable",
+        ),
+      );
     }
     clearTimeout(headTimer);
     headTimer = undefined;
@@ -493,7 +522,9 @@ export function gateRoutes(opts: GateOptions): Hono {
       clearTimeout(idleTimer);
       req.signal.removeEventListener("abort", onClientAbort);
       const usage: Usage | null = tracker.usage;
-      const priced = usage ? (costUsd(opts.prices, model, usage) ?? costUsd(opts.prices, tracker.model, usage)) : null;
+      const priced = usage
+        ? (costUsd(opts.prices, model, usage) ?? costUsd(opts.prices, tracker.model, usage))
+        : null;
       if (priced !== null) metrics.spend(priced);
       void record({
         ...base(),
@@ -547,7 +578,9 @@ export function gateRoutes(opts: GateOptions): Hono {
           }
         } catch (err) {
           metrics.upstreamError(timedOut ? "timeout" : "stream");
-          log(`gate: upstream body ${timedOut ? `silent for ${opts.timeoutMs} ms` : `failed (${errorCode(err)})`}`);
+          log(
+            `gate: upstream body ${timedOut ? `silent for ${opts.timeoutMs} ms` : `failed (${errorCode(err)})`}`,
+          );
           ctrl.error(err);
           finish();
         }

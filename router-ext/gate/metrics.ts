@@ -28,7 +28,12 @@ export function createGateMetrics(): GateMetrics {
   let storeErrors = 0;
   let spendUsd = 0;
   const refusals: Record<RefusalScope, number> = { session: 0, tree: 0 };
-  const upstream: Record<UpstreamErrorKind, number> = { unreachable: 0, timeout: 0, stream: 0, no_upstream: 0 };
+  const upstream: Record<UpstreamErrorKind, number> = {
+    unreachable: 0,
+    timeout: 0,
+    stream: 0,
+    no_upstream: 0,
+  };
   const buckets = OVERHEAD_BUCKETS_S.map(() => 0);
   let count = 0;
   let sum = 0;
@@ -81,7 +86,9 @@ export function createGateMetrics(): GateMetrics {
         `stallguard_gate_spend_usd_total ${spendUsd}`,
         "# HELP stallguard_gate_overhead_seconds Time the gate adds before the response head (total minus upstream).",
         "# TYPE stallguard_gate_overhead_seconds histogram",
-        ...OVERHEAD_BUCKETS_S.map((b, i) => `stallguard_gate_overhead_seconds_bucket{le="${b}"} ${buckets[i]}`),
+        ...OVERHEAD_BUCKETS_S.map(
+          (b, i) => `stallguard_gate_overhead_seconds_bucket{le="${b}"} ${buckets[i]}`,
+        ),
         `stallguard_gate_overhead_seconds_bucket{le="+Inf"} ${count}`,
         `stallguard_gate_overhead_seconds_sum ${sum}`,
         `stallguard_gate_overhead_seconds_count ${count}`,

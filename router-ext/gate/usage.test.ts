@@ -15,7 +15,9 @@ describe("LineSplitter", () => {
     for (let cut = 1; cut < input.length; cut++) {
       const lines = splitAll([input.slice(0, cut), input.slice(cut)]);
       expect(lines.map((l) => l.text + l.eol).join("")).toBe(input);
-      expect(lines.filter((l) => l.parseable && l.text.startsWith("data:")).map((l) => l.text)).toContain('data: {"a":1}');
+      expect(lines.filter((l) => l.parseable && l.text.startsWith("data:")).map((l) => l.text)).toContain(
+        'data: {"a":1}',
+      );
     }
   });
 
@@ -30,12 +32,19 @@ describe("LineSplitter", () => {
 
 describe("usage parsing", () => {
   test("OpenAI, DeepSeek and cache_read shapes", () => {
-    expect(usageFrom({ usage: { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 4 } } })).toEqual({
+    expect(
+      usageFrom({
+        usage: { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 4 } },
+      }),
+    ).toEqual({
       prompt_tokens: 10,
       completion_tokens: 2,
       cached_tokens: 4,
     });
-    expect(usageFrom({ usage: { prompt_tokens: 10, completion_tokens: 2, prompt_cache_hit_tokens: 3 } })?.cached_tokens).toBe(3);
+    expect(
+      usageFrom({ usage: { prompt_tokens: 10, completion_tokens: 2, prompt_cache_hit_tokens: 3 } })
+        ?.cached_tokens,
+    ).toBe(3);
     expect(usageFrom({ usage: { prompt_tokens: 10, completion_tokens: 2 } })?.cached_tokens).toBeNull();
     expect(usageFrom({ usage: null })).toBeNull();
     expect(usageFrom({ usage: { prompt_tokens: "10" } })).toBeNull();
@@ -54,7 +63,10 @@ describe("usage parsing", () => {
 });
 
 describe("pricing", () => {
-  const prices = { "claude-x": { prompt: 3, completion: 15, cached: 0.3 }, "gpt-y": { prompt: 1, completion: 2 } };
+  const prices = {
+    "claude-x": { prompt: 3, completion: 15, cached: 0.3 },
+    "gpt-y": { prompt: 1, completion: 2 },
+  };
   test("exact name first, then without provider prefixes", () => {
     expect(priceFor(prices, "openrouter/anthropic/claude-x")).toBe(prices["claude-x"]);
     expect(priceFor(prices, "claude-x")).toBe(prices["claude-x"]);
@@ -63,10 +75,22 @@ describe("pricing", () => {
     expect(priceFor(prices, "__proto__")).toBeNull();
   });
   test("dollars per million tokens, cached at the cached price or else the prompt price", () => {
-    expect(costUsd(prices, "claude-x", { prompt_tokens: 1_000_000, completion_tokens: 0, cached_tokens: 500_000 })).toBeCloseTo(1.65, 10);
-    expect(costUsd(prices, "gpt-y", { prompt_tokens: 1_000_000, completion_tokens: 1_000_000, cached_tokens: 900_000 })).toBeCloseTo(3, 10);
+    expect(
+      costUsd(prices, "claude-x", { prompt_tokens: 1_000_000, completion_tokens: 0, cached_tokens: 500_000 }),
+    ).toBeCloseTo(1.65, 10);
+    expect(
+      costUsd(prices, "gpt-y", {
+        prompt_tokens: 1_000_000,
+        completion_tokens: 1_000_000,
+        cached_tokens: 900_000,
+      }),
+    ).toBeCloseTo(3, 10);
     // More cached than prompt (bad upstream numbers) never goes negative.
-    expect(costUsd(prices, "claude-x", { prompt_tokens: 10, completion_tokens: 0, cached_tokens: 99 })).toBeCloseTo(3e-6, 12);
-    expect(costUsd(prices, "none", { prompt_tokens: 1, completion_tokens: 1, cached_tokens: null })).toBeNull();
+    expect(
+      costUsd(prices, "claude-x", { prompt_tokens: 10, completion_tokens: 0, cached_tokens: 99 }),
+    ).toBeCloseTo(3e-6, 12);
+    expect(
+      costUsd(prices, "none", { prompt_tokens: 1, completion_tokens: 1, cached_tokens: null }),
+    ).toBeNull();
   });
 });

@@ -53,7 +53,9 @@ export function modelFrom(payload: unknown): string | null {
 export function isUsageOnlyChunk(payload: unknown): boolean {
   if (typeof payload !== "object" || payload === null) return false;
   const p = payload as { choices?: unknown; usage?: unknown };
-  return Array.isArray(p.choices) && p.choices.length === 0 && typeof p.usage === "object" && p.usage !== null;
+  return (
+    Array.isArray(p.choices) && p.choices.length === 0 && typeof p.usage === "object" && p.usage !== null
+  );
 }
 
 export interface SseLine {

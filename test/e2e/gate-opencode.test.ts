@@ -18,7 +18,13 @@ const SHAPES: Shape[] = [
   { name: "429 + retry-after: 0", provider: "gate429ra0", status: 429, retry_after_s: 0, reason: LOOPING },
   { name: "403", provider: "gate403", status: 403, retry_after_s: null, reason: LOOPING },
   { name: "403, body with 500", provider: "gate403d", status: 403, retry_after_s: null, reason: UNLUCKY },
-  { name: "403 + retry-after: 0, body with 500", provider: "gate403ra0", status: 403, retry_after_s: 0, reason: UNLUCKY },
+  {
+    name: "403 + retry-after: 0, body with 500",
+    provider: "gate403ra0",
+    status: 403,
+    retry_after_s: 0,
+    reason: UNLUCKY,
+  },
 ];
 const PRICES = { [MODEL_ID]: { prompt: 3, completion: 15, cached: 0.3 } };
 const USAGE = { prompt_tokens: 1000, completion_tokens: 20, cached_tokens: 400 };
@@ -56,7 +62,9 @@ describe("gate with real opencode", () => {
       );
     }
     const url = (name: string) => `${gates.get(name)?.url}/v1`;
-    const extra = Object.fromEntries(SHAPES.filter((s) => s.provider !== PROVIDER_ID).map((s) => [s.provider, provider(url(s.name))]));
+    const extra = Object.fromEntries(
+      SHAPES.filter((s) => s.provider !== PROVIDER_ID).map((s) => [s.provider, provider(url(s.name))]),
+    );
     oc = await startOpencode({
       modelUrl: url("429"),
       opencodeConfig: { provider: extra },
@@ -75,7 +83,10 @@ describe("gate with real opencode", () => {
     const s = await oc.createSession(); // untitled: the title request goes through the gate too
     router.on(
       s.id,
-      steps({ kind: "tools", calls: [{ name: "bash", args: { command: "echo hi", description: "Echo" } }] }, { kind: "text", text: "Done." }),
+      steps(
+        { kind: "tools", calls: [{ name: "bash", args: { command: "echo hi", description: "Echo" } }] },
+        { kind: "text", text: "Done." },
+      ),
     );
     await oc.prompt(s.id, "run echo");
     const upstreamSeen = model.requests.filter((r) => r.sessionId === s.id);
@@ -84,12 +95,21 @@ describe("gate with real opencode", () => {
     const mine = recs.filter((r) => r.conversation === s.id);
     expect(mine).toHaveLength(upstreamSeen.length);
     for (const r of mine) {
-      expect(r).toMatchObject({ status: 200, refused: false, model: MODEL_ID, prompt_tokens: 1000, completion_tokens: 20, cached_tokens: 400 });
+      expect(r).toMatchObject({
+        status: 200,
+        refused: false,
+        model: MODEL_ID,
+        prompt_tokens: 1000,
+        completion_tokens: 20,
+        cached_tokens: 400,
+      });
       expect(r.cost_usd).toBeCloseTo((600 * 3 + 400 * 0.3 + 20 * 15) / 1e6, 12);
     }
     // The usage chunk reached opencode intact (it asks for usage itself).
     const asked = upstreamSeen.map((r) => r.body?.stream_options?.include_usage === true);
-    console.log(`[gate] opencode sent include_usage itself: ${asked.every(Boolean)} (${asked.length} requests)`);
+    console.log(
+      `[gate] opencode sent include_usage itself: ${asked.every(Boolean)} (${asked.length} requests)`,
+    );
     const msgs = await oc.messages(s.id);
     const assistant = msgs.filter((m) => m.info.role === "assistant");
     expect(assistant.at(-1)?.info.tokens.cache.read).toBe(400);
@@ -106,7 +126,13 @@ describe("gate with real opencode", () => {
     // A retry status comes before the error, if at all: stop waiting for it once the error is in.
     const retrySeen = Promise.race([
       ev
-        .waitFor((e) => e.type === "session.status" && e.properties?.sessionID === s.id && e.properties?.status?.type === "retry", 150_000)
+        .waitFor(
+          (e) =>
+            e.type === "session.status" &&
+            e.properties?.sessionID === s.id &&
+            e.properties?.status?.type === "retry",
+          150_000,
+        )
         .then((e) => ({ at: Date.now(), message: e.properties.status.message as string | undefined }))
         .catch(() => null),
       errorSeen.then(() => null),
@@ -139,7 +165,9 @@ describe("gate with real opencode", () => {
 
   test("a refused session: requests per refusal and time to the error, per refusal shape", async () => {
     const results = await Promise.all(SHAPES.map((s) => measure(s)));
-    console.log(`[gate] refusal figures ${JSON.stringify(results.map(({ shape, requests, msToError, msToRetryBanner }) => ({ shape, requests, msToError, msToRetryBanner })))}`);
+    console.log(
+      `[gate] refusal figures ${JSON.stringify(results.map(({ shape, requests, msToError, msToRetryBanner }) => ({ shape, requests, msToError, msToRetryBanner })))}`,
+    );
     for (const r of results) {
       console.log(
         `[gate] refusal ${r.shape}: ${r.requests} request(s) refused, error after ${r.msToError} ms` +

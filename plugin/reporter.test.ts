@@ -1,0 +1,142 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Heartbeat, type ProgressMessage, parseProgressBody } from "../shared/index.ts";
+import { type Receiver, startReceiver } from "./_test-receiver.ts";
+import { outcomeOf, Reporter } from "./reporter.ts";
+
+const beat = (at: number): Heartbeat => ({
+  type: "heartbeat",
+  instance_id: "sg_test",
+  plugin_version: "dev",
+  at,
+  sessions: [],
+});
+const tick = (at: number): ProgressMessage => ({
+  type: "watchdog_tick",
+  at,
+  servers: 1,
+  sessions: 0,
+  flagged: 0,
+  blind: false,
+});
+
+describe("outcomeOf", () => {
+  it.each([
+    [200, "sent"],
+    [204, "sent"],
+    [400, "rejected"],
+    [401, "rejected"],
+    [413, "rejected"],
+    [408, "retry"],
+    [429, "retry"],
+    [500, "retry"],
+    [503, "retry"],
+  ])("%i -> %s", (status, want) => {
+    expect(outcomeOf(status)).toBe(want);
+  });
+});
+
+describe("Reporter against a real receiver", () => {
+  let rx: Receiver;
+  let rep: Reporter | undefined;
+  beforeEach(async () => {
+    rx = await startReceiver({ token: "tok" });
+  });
+  afterEach(async () => {
+    rep?.close();
+    await rx.close();
+  });
+  const make = (over: Partial<ConstructorParameters<typeof Reporter>[0]> = {}) => {
+    rep = new Reporter({
+      url: rx.url,
+      token: "tok",
+      timeoutMs: 300,
+      queueSize: 50,
+      retryMs: 20,
+      maxRetryMs: 80,
+      ...over,
+    });
+    return rep;
+  };
+
+  it("sends with the bearer token; bodies pass the wire schema", async () => {
+    const r = make();
+    r.enqueue(tick(1));
+    await expect.poll(() => rx.messages.length).toBe(1);
+    expect(rx.bodies[0]?.authorization).toBe("Bearer tok");
+    expect(parseProgressBody(JSON.parse(rx.bodies[0]?.raw ?? "")).ok).toBe(true);
+    expect(r.pending).toBe(0);
+    expect(r.stats.sent).toBe(1);
+  });
+
+  it("batches what queued up while a send was in flight", async () => {
+    const r = make();
+    for (let i = 0; i < 5; i++) r.enqueue(tick(i));
+    await expect.poll(() => rx.messages.length).toBe(5);
+    expect(rx.bodies.length).toBeLessThan(5);
+    expect(rx.invalid).toEqual([]);
+  });
+
+  it("keeps messages while the router is down and delivers them when it is back", async () => {
+    const r = make();
+    await rx.down();
+    r.enqueue(tick(1));
+    r.enqueue(tick(2));
+    await expect.poll(() => r.stats.failures).toBeGreaterThan(1);
+    expect(r.pending).toBe(2);
+    await rx.up();
+    await expect.poll(() => rx.messages.map((m) => m.at)).toEqual([1, 2]);
+    expect(r.pending).toBe(0);
+  });
+
+  it("gives up on a hanging router after the timeout and retries", async () => {
+    const r = make({ timeoutMs: 50 });
+    rx.setMode("hang");
+    r.enqueue(tick(7));
+    await expect.poll(() => r.stats.failures).toBeGreaterThan(0);
+    rx.setMode("ok");
+    await expect.poll(() => rx.messages.map((m) => m.at)).toEqual([7]);
+  });
+
+  it("drops a batch the router rejects (400, 401): retrying cannot fix it", async () => {
+    const r = make({ token: "wrong" });
+    r.enqueue(tick(1));
+    await expect.poll(() => r.stats.rejected).toBe(1);
+    expect(r.pending).toBe(0);
+    expect(rx.messages).toEqual([]);
+  });
+
+  it("retries on 503", async () => {
+    const r = make();
+    rx.setMode({ status: 503 });
+    r.enqueue(tick(3));
+    await expect.poll(() => r.stats.failures).toBeGreaterThan(0);
+    rx.setMode("ok");
+    await expect.poll(() => rx.messages.length).toBe(1);
+  });
+
+  it("keeps one heartbeat (the newest) and a bounded queue", async () => {
+    const r = make({ queueSize: 3 });
+    await rx.down();
+    r.enqueue(beat(1));
+    r.enqueue(tick(10));
+    r.enqueue(beat(2));
+    r.enqueue(tick(11));
+    r.enqueue(tick(12));
+    r.enqueue(beat(3));
+    expect(r.pending).toBe(3);
+    expect(r.stats.dropped).toBeGreaterThan(0);
+    await rx.up();
+    await expect.poll(() => r.pending, { timeout: 3000 }).toBe(0);
+    const got = rx.messages.map((m) => `${m.type}:${m.at}`);
+    expect(got).toEqual(["watchdog_tick:11", "watchdog_tick:12", "heartbeat:3"]);
+  });
+
+  it("enqueue never throws, even when fetch itself throws synchronously", () => {
+    const r = make({
+      fetch: () => {
+        throw new Error("boom");
+      },
+    });
+    expect(() => r.enqueue(tick(1))).not.toThrow();
+  });
+});
