@@ -3,12 +3,11 @@
 // Nothing here stores content: ids, verdicts, counts, money, coarse targets
 // and the deterministic incident report (built from those) only.
 import type Database from "better-sqlite3";
+import type { Migration } from "./migration.ts";
+import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
+import { MODES_MIGRATIONS } from "./migrations-modes.ts";
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+export type { Migration } from "./migration.ts";
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -144,6 +143,10 @@ CREATE TABLE counters (
 ) STRICT;
 `,
   },
+  // Feature migrations live next to their owners' files; versions never collide
+  // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...) and are applied in version order.
+  ...BREAKER_MIGRATIONS,
+  ...MODES_MIGRATIONS,
 ];
 
 /** Applies every migration newer than the database's version. Returns the versions applied. */
