@@ -101,6 +101,8 @@ const gate = await serveGate({
   metrics,
 });
 
+/** " (xN)" when the direct figure is above autocannon's 1 ms resolution, else nothing. */
+const times = (gate: number, direct: number) => (direct > 0 ? ` (x${(gate / direct).toFixed(2)})` : "");
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? Number.NaN;
@@ -150,8 +152,8 @@ async function compare(label: string, body: string) {
   console.log(`  direct : ${d.rps.toFixed(0)} req/s  p50 ${d.p50} ms  p99 ${d.p99} ms  errors ${d.errors}`);
   console.log(`  gate   : ${g.rps.toFixed(0)} req/s  p50 ${g.p50} ms  p99 ${g.p99} ms  errors ${g.errors}`);
   console.log(
-    `  added  : p50 +${(g.p50 - d.p50).toFixed(2)} ms (x${(g.p50 / d.p50).toFixed(2)})  ` +
-      `p99 +${(g.p99 - d.p99).toFixed(2)} ms (x${(g.p99 / d.p99).toFixed(2)})  throughput ratio ${(g.rps / d.rps).toFixed(2)}`,
+    `  added  : p50 +${(g.p50 - d.p50).toFixed(2)} ms${times(g.p50, d.p50)}  ` +
+      `p99 +${(g.p99 - d.p99).toFixed(2)} ms${times(g.p99, d.p99)}  throughput ratio ${(g.rps / d.rps).toFixed(2)}`,
   );
   return { label, direct: d, gate: g };
 }

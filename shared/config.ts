@@ -155,12 +155,18 @@ const progressSchema = z.strictObject({
   max_recoveries: z.number().int().min(0).max(20).default(2),
   /** auto_limit_context: the context cap, in prompt tokens. Owner decision: 200,000. */
   context_cap: z.number().int().min(1000).default(200_000),
-  /** How the gate answers a refused conversation. */
+  /**
+   * How the gate answers a refused conversation. Measured in real opencode
+   * 1.18.33 (test/e2e/gate-opencode.test.ts, README "Refusal shape"): 403 costs
+   * one request and shows the error at once; 429 costs 6 requests and ~67 s.
+   * retry-after: 0 bounds the case where opencode still retries a 403 (its
+   * matcher sees 429/500/502/503/504 digits in a session id) to well under 1 s.
+   */
   refusal: z
     .strictObject({
-      status: z.number().int().min(400).max(599).default(429),
+      status: z.number().int().min(400).max(599).default(403),
       /** Seconds for a retry-after header; null sends none. */
-      retry_after_s: z.number().int().min(0).max(86_400).nullable().default(null),
+      retry_after_s: z.number().int().min(0).max(86_400).nullable().default(0),
     })
     .prefault({}),
   /** How often a plugin sends its heartbeat; a plugin silent for 3 heartbeats is gone. */

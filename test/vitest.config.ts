@@ -26,6 +26,7 @@ export default defineConfig({
           name: "e2e",
           root,
           include: ["test/e2e/**/*.test.ts"],
+          globalSetup: ["test/e2e/global-setup.ts"],
           testTimeout: 240_000,
           hookTimeout: 240_000,
           fileParallelism: true,

@@ -8,6 +8,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { defineCommand } from "citty";
 import { userUnitDir } from "../watchdog/loop.ts";
 
 export const UNIT_FILES = [
@@ -126,3 +127,69 @@ export function enableUnits(env: NodeJS.ProcessEnv = process.env): string | null
   }
   return null;
 }
+
+/** The bundled CLI (dist/stallguard.mjs), whether running bundled or from source. */
+export function defaultBinPath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [join(here, "stallguard.mjs"), join(here, "..", "..", "dist", "stallguard.mjs")];
+  return candidates.find((c) => existsSync(c)) ?? (candidates[0] as string);
+}
+
+export default defineCommand({
+  meta: {
+    name: "install-units",
+    description:
+      "Write the systemd user units (router + watchdog timer) into ~/.config/systemd/user; --enable starts them",
+  },
+  args: {
+    dir: { type: "string", description: "Write the units here instead" },
+    config: { type: "string", description: "Config file to read watchdog.interval from" },
+    enable: {
+      type: "boolean",
+      description: "Also daemon-reload and enable --now both units",
+      default: false,
+    },
+  },
+  async run({ args }) {
+    const bin = defaultBinPath();
+    if (!existsSync(bin)) {
+      console.error(`stallguard: ${bin} not found; run npm run build first`);
+      process.exitCode = 1;
+      return;
+    }
+    const { loadWatchdogConfig } = await import("./watchdog.ts");
+    const loaded = await loadWatchdogConfig(typeof args.config === "string" ? args.config : undefined, {
+      dbPath: null,
+    });
+    if (!loaded.ok) {
+      console.error(`stallguard: ${loaded.error}`);
+      process.exitCode = 1;
+      return;
+    }
+    try {
+      const { dir, files } = installUnits({
+        binPath: bin,
+        intervalMs: loaded.config.watchdog.interval,
+        ...(typeof args.dir === "string" ? { dir: args.dir } : {}),
+      });
+      console.log(`wrote ${files.length} units to ${dir}`);
+      for (const f of files) console.log(`  ${f}`);
+      if (!args.enable) {
+        console.log(
+          "enable: systemctl --user daemon-reload && systemctl --user enable --now stallguard.service stallguard-watchdog.timer",
+        );
+        return;
+      }
+      const problem = enableUnits();
+      if (problem) {
+        console.error(problem);
+        process.exitCode = 1;
+        return;
+      }
+      console.log("enabled: stallguard.service, stallguard-watchdog.timer");
+    } catch (err) {
+      console.error(`stallguard: ${(err as Error).message}`);
+      process.exitCode = 1;
+    }
+  },
+});

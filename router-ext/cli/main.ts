@@ -14,6 +14,7 @@ const main = defineCommand({
     calibrate: () => import("./calibrate.ts").then((m) => m.default),
     watchdog: () => import("./watchdog.ts").then((m) => m.default),
     "install-plugin": () => import("./install-plugin.ts").then((m) => m.default),
+    "install-units": () => import("./install-units.ts").then((m) => m.default),
   },
 });
 

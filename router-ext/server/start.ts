@@ -15,7 +15,12 @@ import { defaultDbPath, openDatabase } from "../db/open.ts";
 import { type FreshTransition, Store } from "../db/store.ts";
 import { createGateMetrics, gateRoutes } from "../gate/index.ts";
 import type { ModeAction } from "../modes/policy.ts";
+import { blindAlert, initialBlindState } from "../notify/from-watchdog.ts";
 import { alertFromTransition, createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
+
+/** How often the server looks at the latest watchdog tick for the blind alert. */
+const BLIND_CHECK_MS = 2000;
+
 import { createApp } from "./app.ts";
 import { ConfigError, findConfigDir, LiveConfig, readFileLayers } from "./live-config.ts";
 import { checkBindHost, generateToken } from "./security.ts";
@@ -223,6 +228,26 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   let pruneTimer = setInterval(prune, pruneEvery());
   pruneTimer.unref();
 
+  // The watchdog-blind alert: a stored tick that found opencode running but could
+  // not read its sessions (router-ext/notify/from-watchdog.ts). Polled from the
+  // store, so in-process and systemd-timer ticks are treated alike.
+  let blind = initialBlindState();
+  const checkBlind = () => {
+    try {
+      const r = blindAlert(blind, store.lastWatchdogTick());
+      blind = r.state;
+      if (r.alert) {
+        notify.notifier.send(r.alert);
+        store.bump("alerts_total");
+        log(`watchdog: ${r.alert.title}`);
+      }
+    } catch (err) {
+      log(`watchdog: blind check failed: ${(err as Error).message}`);
+    }
+  };
+  const blindTimer = setInterval(checkBlind, BLIND_CHECK_MS);
+  blindTimer.unref();
+
   // The in-process watchdog (serve only).
   let watchdog: { stop(): Promise<void> } | null = null;
   const startWatchdog = async (firstDelayMs: number) => {
@@ -292,6 +317,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
       closing ??= (async () => {
         unsubscribe();
         clearInterval(pruneTimer);
+        clearInterval(blindTimer);
         await watchdog?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());

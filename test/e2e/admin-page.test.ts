@@ -1,6 +1,6 @@
 // The admin page in real headless Chromium against the real server: a seeded
 // looping tree shows up with its verdict and top target, Resume lifts the
-// admin Stop (checked through the API), the token survives in IndexedDB, a bad
+// admin Stop (checked through the API and at the gate), the token survives in IndexedDB, a bad
 // token gets a clear 401, and a knob edit round-trips through PUT /api/knobs.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +10,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import type { Transition, WireSignals } from "../../shared/index.ts";
+import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const TOKEN = "admin-e2e-token-0123456789";
@@ -77,6 +78,7 @@ type Json = any;
 
 describe("admin page (real Chromium, real server)", () => {
   let srv: RunningServer;
+  let model: ModelServer;
   let tmp: string;
   let context: BrowserContext;
   const problems: string[] = [];
@@ -89,6 +91,20 @@ describe("admin page (real Chromium, real server)", () => {
     });
     expect(res.status, `${method} ${path}`).toBe(200);
     return res.json();
+  };
+
+  /** One chat request through the gate, as the child session's opencode would send it. */
+  const chatAsChild = async () => {
+    const res = await fetch(`${srv.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-router-conversation": CHILD,
+        "x-router-parent": ROOT,
+      },
+      body: JSON.stringify({ model: "scripted", messages: [{ role: "user", content: "go" }] }),
+    });
+    return { status: res.status, body: (await res.json()) as Json };
   };
 
   const openPage = async (fragment: string): Promise<Page> => {
@@ -106,9 +122,11 @@ describe("admin page (real Chromium, real server)", () => {
     tmp = mkdtempSync(join(tmpdir(), "stallguard-admin-e2e-"));
     const localConfig = join(tmp, "config.local.yaml");
     writeFileSync(localConfig, "watchdog:\n  enabled: false\n");
+    model = await startModelServer({ script: () => ({ kind: "text", text: "running again" }) });
     srv = await startServer({
       port: 0,
       host: "127.0.0.1",
+      upstream: model.url,
       dbPath: join(tmp, "stallguard.db"),
       configPath: localConfig,
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
@@ -135,6 +153,7 @@ describe("admin page (real Chromium, real server)", () => {
   afterAll(async () => {
     await context?.close();
     await srv?.close();
+    await model?.close();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -159,6 +178,12 @@ describe("admin page (real Chromium, real server)", () => {
     expect(seeded.accepted).toBe(5);
     const stopped = await api("POST", `/api/trees/${ROOT}/stop`, { by: "admin" });
     expect(stopped).toMatchObject({ root_id: ROOT, state: "stopped", by: "admin" });
+
+    // Stopped: the gate refuses the child (the tree's scope) and nothing reaches the model.
+    const refused = await chatAsChild();
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.message).toContain(`stallguard stopped session ${CHILD} (tree ${ROOT})`);
+    expect(model.requests).toHaveLength(0);
 
     const page = await openPage(`#token=${TOKEN}`);
     const tree = page.locator(`tbody[data-root="${ROOT}"]`);
@@ -199,6 +224,11 @@ describe("admin page (real Chromium, real server)", () => {
     expect(inTree.every((s: Json) => s.refused === false)).toBe(true);
     const trees: Json = await api("GET", "/api/trees");
     expect(trees.trees.find((t: Json) => t.key === ROOT)).toMatchObject({ state: "running", by: "admin" });
+    // Resumed: the gate lets the same session through to the model again.
+    const allowedAgain = await chatAsChild();
+    expect(allowedAgain.status).toBe(200);
+    expect(allowedAgain.body.choices[0].message.content).toBe("running again");
+    expect(model.requests).toHaveLength(1);
     // The report stayed open across the refresh the Resume triggered.
     expect(await reportRow.count()).toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, "admin-sessions-resumed.png") });

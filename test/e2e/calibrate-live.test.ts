@@ -62,8 +62,6 @@ describe("calibrate on sessions the real opencode binary just recorded", () => {
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "stallguard-cal-e2e-"));
-    const build = await node([join(REPO, "deploy", "build.mjs")]);
-    expect(build.code, build.stderr).toBe(0);
     model = await startModelServer({
       script: router.script,
       usage: { prompt_tokens: 2000, completion_tokens: 40, cached_tokens: 1500 },

@@ -13,10 +13,13 @@ const LOOPING = "looping: read src/app.ts x21";
 // opencode's retry matcher also retries a 4xx whose body contains 429|500|502|503|504|524:
 // session ids and reasons can contain such digit runs, so measure that case too.
 const UNLUCKY = "looping: 500 turns since landed";
+const RETRY_DIGITS = /429|500|502|503|504|524/;
 const SHAPES: Shape[] = [
   { name: "429", provider: PROVIDER_ID, status: 429, retry_after_s: null, reason: LOOPING },
   { name: "429 + retry-after: 0", provider: "gate429ra0", status: 429, retry_after_s: 0, reason: LOOPING },
   { name: "403", provider: "gate403", status: 403, retry_after_s: null, reason: LOOPING },
+  // The default shape (shared/config.ts progress.refusal).
+  { name: "403 + retry-after: 0", provider: "gate403ra0c", status: 403, retry_after_s: 0, reason: LOOPING },
   { name: "403, body with 500", provider: "gate403d", status: 403, retry_after_s: null, reason: UNLUCKY },
   {
     name: "403 + retry-after: 0, body with 500",
@@ -182,7 +185,10 @@ describe("gate with real opencode", () => {
     // opencode retries 429 (5 retries: 6 requests) and stops at once on a plain 403.
     expect(by["429"]?.requests).toBe(6);
     expect(by["429 + retry-after: 0"]?.requests).toBe(6);
-    expect(by["403"]?.requests).toBe(1);
+    // A session id can itself hold a retry digit run (then the 403 is retried like a 429).
+    const plain = (name: string) => (RETRY_DIGITS.test(by[name]?.session ?? "") ? 6 : 1);
+    expect(by["403"]?.requests).toBe(plain("403"));
+    expect(by["403 + retry-after: 0"]?.requests).toBe(plain("403 + retry-after: 0"));
     // ...unless the body holds one of its retry digit runs.
     expect(by["403, body with 500"]?.requests).toBe(6);
     expect(by["403 + retry-after: 0, body with 500"]?.requests).toBe(6);

@@ -34,7 +34,6 @@ describe("stallguard install-plugin", () => {
   let model: ModelServer;
 
   beforeAll(async () => {
-    execFileSync("node", [join(REPO, "deploy", "build.mjs")], { cwd: REPO, stdio: "inherit" });
     tmp = mkdtempSync(join(tmpdir(), "stallguard-install-"));
     model = await startModelServer({ script: () => ({ kind: "text", text: "hello from the model" }) });
   });

@@ -4,7 +4,6 @@
 // /api/sessions as looping (with gate-measured turns); an admin Stop makes the
 // gate refuse opencode's next request with 429 (nothing reaches the model);
 // Resume lets opencode's own retry through and the turn completes.
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -49,10 +48,14 @@ describe("router extension with real opencode and the plugin", () => {
     Number(/^stallguard_refusals_total (\d+)$/m.exec(await (await fetch(`${srv.url}/metrics`)).text())?.[1]);
 
   beforeAll(async () => {
-    execFileSync("node", [join(REPO, "deploy", "build.mjs")], { cwd: REPO, stdio: "inherit" });
     dir = mkdtempSync(join(tmpdir(), "sg-router-oc-"));
     const configPath = join(dir, "local.yaml");
-    writeFileSync(configPath, "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n");
+    // The spec's 429 (opencode retries it with back-off, so Resume lets the retry through);
+    // the default is 403 (see README "Refusal shape").
+    writeFileSync(
+      configPath,
+      "watchdog:\n  enabled: false\nnotifications:\n  channels: []\nprogress:\n  refusal:\n    status: 429\n    retry_after_s: null\n",
+    );
     model = await startModelServer({
       script: router.script,
       usage: { prompt_tokens: 2000, completion_tokens: 20 },

@@ -85,4 +85,39 @@ describe("systemd user units", () => {
     expect(r.out).toContain("relative/path");
     expect(r.status).not.toBe(0);
   });
+
+  test("the CLI: `stallguard install-units --dir D --config F` writes the units with F's watchdog.interval", () => {
+    const cliDir = join(tmp, "cli units");
+    const cfg = join(tmp, "units.yaml");
+    writeFileSync(cfg, "watchdog:\n  interval: 7m\n");
+    const r = spawnSync(
+      "node",
+      [join(REPO, "dist", "stallguard.mjs"), "install-units", "--dir", cliDir, "--config", cfg],
+      {
+        cwd: REPO,
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("wrote 3 units");
+    expect(readFileSync(join(cliDir, "stallguard-watchdog.timer"), "utf8")).toContain("OnUnitActiveSec=420s");
+    expect(readFileSync(join(cliDir, "stallguard.service"), "utf8")).toContain(
+      join(REPO, "dist", "stallguard.mjs"),
+    );
+    const bad = spawnSync(
+      "node",
+      [
+        join(REPO, "dist", "stallguard.mjs"),
+        "install-units",
+        "--dir",
+        cliDir,
+        "--config",
+        join(tmp, "nope.yaml"),
+      ],
+      { cwd: REPO, encoding: "utf8" },
+    );
+    expect(bad.status).toBe(1);
+  });
 });

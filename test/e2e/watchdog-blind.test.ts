@@ -1,0 +1,92 @@
+// The router's "watchdog is blind" alert, end to end: a real server with a real
+// webhook channel (a node:http receiver on loopback) gets watchdog ticks on
+// POST /progress as the watchdog sends them. A tick that found opencode but
+// could not read its sessions raises one alert per blind spell; a tick that
+// reads sessions again resolves it; no opencode at all is not an alarm.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+
+const ADMIN = "blind-admin-token-0123456789";
+
+describe("watchdog blind alert", () => {
+  let dir: string;
+  let srv: RunningServer;
+  let hook: Server;
+  const received: Array<{ title: string; state: string; source: string }> = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sg-blind-"));
+    hook = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => {
+        body += c;
+      });
+      req.on("end", () => {
+        received.push(JSON.parse(body));
+        res.end("ok");
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
+    const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    const configPath = join(dir, "local.yaml");
+    writeFileSync(
+      configPath,
+      `watchdog:\n  enabled: false\nnotifications:\n  channels:\n    - name: hook\n      type: webhook\n      url: ${hookUrl}\n`,
+    );
+    srv = await startServer({
+      port: 0,
+      dbPath: join(dir, "stallguard.db"),
+      configPath,
+      env: { STALLGUARD_ADMIN_TOKEN: ADMIN },
+      watchdog: false,
+      log: () => {},
+    });
+  });
+
+  afterAll(async () => {
+    await srv?.close();
+    await new Promise<void>((r) => (hook ? hook.close(() => r()) : r()));
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const tick = async (at: number, servers: number, blind: boolean) => {
+    const res = await fetch(`${srv.url}/progress`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        type: "watchdog_tick",
+        at,
+        servers,
+        sessions: blind ? 0 : 3,
+        flagged: 0,
+        blind,
+      }),
+    });
+    expect(res.status).toBe(200);
+    // The server looks at the latest tick every 2 s: let it see this one before the next.
+    await new Promise((r) => setTimeout(r, 2500));
+  };
+
+  test("blind while opencode runs: one alert, then one resolve; no server is silent", async () => {
+    const t0 = Date.now();
+    await tick(t0, 0, true); // nothing runs: not an alarm
+    expect(received).toEqual([]);
+    await tick(t0 + 1, 1, true);
+    await expect.poll(() => received.length, { timeout: 10_000 }).toBe(1);
+    expect(received[0]).toMatchObject({
+      title: "stallguard: the watchdog is blind",
+      state: "trigger",
+      source: "watchdog",
+    });
+    await tick(t0 + 2, 1, true); // still blind: not repeated
+    expect(received).toHaveLength(1);
+    await tick(t0 + 3, 1, false);
+    await expect.poll(() => received.length, { timeout: 10_000 }).toBe(2);
+    expect(received[1]).toMatchObject({ state: "resolve", source: "watchdog" });
+  });
+});
