@@ -110,6 +110,10 @@ const webhookChannel = z
   .refine((c) => (c.url === undefined) !== (c.url_env === undefined), {
     message: "set exactly one of url or url_env",
     path: ["url"],
+  })
+  .refine((c) => (c.format === "ntfy") === (c.topic !== undefined), {
+    message: "format ntfy needs a topic, and only ntfy takes one",
+    path: ["topic"],
   });
 
 const pagerdutyChannel = z.strictObject({

@@ -107,6 +107,15 @@ describe("errors carry the dotted key path", () => {
     expect(r.map((i) => i.path)).toEqual(["notifications.channels"]);
   });
 
+  it("format ntfy needs a topic, and only ntfy takes one", () => {
+    const ch = (c: Record<string, unknown>) => ({
+      notifications: { channels: [{ name: "w", type: "webhook", url_env: "NTFY_URL", ...c }] },
+    });
+    expect(paths(ch({ format: "ntfy" }))).toEqual(["notifications.channels[0].topic"]);
+    expect(paths(ch({ format: "slack", topic: "x" }))).toEqual(["notifications.channels[0].topic"]);
+    expect(paths(ch({ format: "ntfy", topic: "stallguard-alerts" }))).toEqual([]);
+  });
+
   it("a literal secret-looking webhook URL fails; naming an env var works", () => {
     const hook = (url: string) => ({ notifications: { channels: [{ name: "w", type: "webhook", url }] } });
     for (const url of [
@@ -208,7 +217,7 @@ describe("layers", () => {
       "  read_only_agents: [explore]",
       "notifications:",
       "  channels:",
-      "    - { name: phone, type: webhook, format: ntfy, url_env: NTFY_URL, min_severity: critical }",
+      "    - { name: phone, type: webhook, format: ntfy, url_env: NTFY_URL, topic: t, min_severity: critical }",
     ].join("\n");
     const r = parseConfig([defaults, { source: "config/config.local.yaml", text: local }]);
     expect(r.ok, r.ok ? "" : formatConfigIssues(r.issues)).toBe(true);
