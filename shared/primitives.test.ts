@@ -9,6 +9,31 @@ import { evaluateCandidate, grid, median, sweep } from "./sweep.ts";
 import { TopK } from "./top-k.ts";
 
 describe("TopK (space-saving heavy hitters)", () => {
+  it("top(n) orders exactly like a stable sort by guaranteed count (random streams, with evictions)", () => {
+    let seed = 7;
+    const rand = (m: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % m;
+    };
+    for (let round = 0; round < 200; round++) {
+      const top = new TopK<number>(1 + rand(12));
+      const len = rand(80);
+      for (let i = 0; i < len; i++) {
+        const key = rand(20);
+        top.add(`k${key}`, key);
+      }
+      const n = rand(6);
+      // The reference: the raw entries (private, read here only), stable-sorted, first n.
+      const raw = (top as unknown as { counts: Map<string, { count: number; error: number; label: number }> })
+        .counts;
+      const reference = [...raw.entries()]
+        .map(([key, v]) => ({ key, count: v.count - v.error, label: v.label }))
+        .sort((a, b) => b.count - a.count);
+      expect(top.top(n)).toEqual(reference.slice(0, n));
+      expect(top.top(top.size)).toEqual(reference);
+    }
+  });
+
   it("keeps at most k keys and always keeps a key more frequent than 1/k", () => {
     const top = new TopK<string>(4);
     for (let i = 0; i < 1000; i++) {

@@ -8,10 +8,13 @@
  */
 export class TopK<L> {
   private readonly counts = new Map<string, { count: number; error: number; label: L }>();
+  /** The last top(n) answer, until the next add or clear (signals() asks on every event). */
+  private cached: { n: number; result: Array<{ key: string; count: number; label: L }> } | null = null;
   constructor(readonly k: number) {}
 
   /** Counts one occurrence; returns the (over-)estimated count. */
   add(key: string, label: L): number {
+    this.cached = null;
     const hit = this.counts.get(key);
     if (hit) {
       hit.count++;
@@ -35,11 +38,28 @@ export class TopK<L> {
   }
 
   /** Entries with the highest guaranteed counts first. */
-  top(n: number): Array<{ key: string; count: number; label: L }> {
-    return [...this.counts.entries()]
-      .map(([key, v]) => ({ key, count: v.count - v.error, label: v.label }))
-      .sort((a, b) => b.count - a.count)
-      .slice(0, n);
+  top(n: number): ReadonlyArray<Readonly<{ key: string; count: number; label: L }>> {
+    if (this.cached?.n === n) return this.cached.result;
+    const result = this.select(n);
+    this.cached = { n, result };
+    return result;
+  }
+
+  private select(n: number): Array<{ key: string; count: number; label: L }> {
+    // One selection pass (this runs on every judged event): the same order as a
+    // stable sort by count, descending, without sorting all k entries.
+    const best: Array<{ key: string; count: number; label: L }> = [];
+    if (n <= 0) return best;
+    for (const [key, v] of this.counts) {
+      const count = v.count - v.error;
+      const last = best[best.length - 1];
+      if (best.length === n && last && count <= last.count) continue;
+      let i = best.length;
+      while (i > 0 && (best[i - 1]?.count ?? 0) < count) i--;
+      best.splice(i, 0, { key, count, label: v.label });
+      if (best.length > n) best.pop();
+    }
+    return best;
   }
 
   /** The entry with the highest guaranteed count. */
@@ -53,6 +73,7 @@ export class TopK<L> {
   }
 
   clear(): void {
+    this.cached = null;
     this.counts.clear();
   }
 
