@@ -271,9 +271,16 @@ export class SessionTracker {
   }
 
   private maxOf(map: Map<string, number>): [string, number] | null {
-    let best: [string, number] | null = null;
-    for (const entry of map) if (!best || entry[1] > best[1]) best = entry;
-    return best;
+    // forEach, not for-of: no [key, value] array per entry on this per-event path.
+    let bestKey: string | null = null;
+    let bestValue = 0;
+    map.forEach((v, k) => {
+      if (bestKey === null || v > bestValue) {
+        bestKey = k;
+        bestValue = v;
+      }
+    });
+    return bestKey === null ? null : [bestKey, bestValue];
   }
 
   signals(): Signals {

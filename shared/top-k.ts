@@ -26,12 +26,13 @@ export class TopK<L> {
     }
     let minKey = "";
     let min = Number.POSITIVE_INFINITY;
-    for (const [k, v] of this.counts) {
+    // forEach, not for-of: no [key, value] array per entry (this runs per new key).
+    this.counts.forEach((v, k) => {
       if (v.count < min) {
         min = v.count;
         minKey = k;
       }
-    }
+    });
     this.counts.delete(minKey);
     this.counts.set(key, { count: min + 1, error: min, label });
     return min + 1;
@@ -50,26 +51,30 @@ export class TopK<L> {
     // stable sort by count, descending, without sorting all k entries.
     const best: Array<{ key: string; count: number; label: L }> = [];
     if (n <= 0) return best;
-    for (const [key, v] of this.counts) {
+    this.counts.forEach((v, key) => {
       const count = v.count - v.error;
       const last = best[best.length - 1];
-      if (best.length === n && last && count <= last.count) continue;
+      if (best.length === n && last && count <= last.count) return;
       let i = best.length;
       while (i > 0 && (best[i - 1]?.count ?? 0) < count) i--;
       best.splice(i, 0, { key, count, label: v.label });
       if (best.length > n) best.pop();
-    }
+    });
     return best;
   }
 
   /** The entry with the highest guaranteed count. */
   max(): { key: string; count: number; label: L } | null {
-    let best: { key: string; count: number; label: L } | null = null;
-    for (const [key, v] of this.counts) {
-      const count = v.count - v.error;
-      if (!best || count > best.count) best = { key, count, label: v.label };
-    }
-    return best;
+    let bestKey: string | null = null;
+    let best: { count: number; error: number; label: L } | null = null;
+    this.counts.forEach((v, key) => {
+      if (!best || v.count - v.error > best.count - best.error) {
+        best = v;
+        bestKey = key;
+      }
+    });
+    const b = best as { count: number; error: number; label: L } | null;
+    return b && bestKey !== null ? { key: bestKey, count: b.count - b.error, label: b.label } : null;
   }
 
   clear(): void {
