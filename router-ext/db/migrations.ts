@@ -149,7 +149,11 @@ CREATE TABLE counters (
   ...MODES_MIGRATIONS,
 ];
 
-/** Applies every migration newer than the database's version. Returns the versions applied. */
+/**
+ * Applies every migration the database has not recorded, in version order.
+ * Returns the versions applied. Keyed on the recorded set, not the highest
+ * version, because feature migrations interleave (breaker even, modes odd).
+ */
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number[] {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT",
@@ -162,10 +166,15 @@ export function migrate(db: Database.Database, migrations: readonly Migration[] 
       `database schema version ${current} is newer than this stallguard (knows ${known}): upgrade stallguard`,
     );
   }
+  const done = new Set(
+    (db.prepare("SELECT version FROM schema_migrations").all() as Array<{ version: number }>).map(
+      (r) => r.version,
+    ),
+  );
   const applied: number[] = [];
   const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (m.version <= current) continue;
+    if (done.has(m.version)) continue;
     db.transaction(() => {
       db.exec(m.sql);
       record.run(m.version, m.name, Date.now());

@@ -512,7 +512,9 @@ describe("router extension with the gate", () => {
     });
     expect(stop.status).toBe(200);
     const refused = await chat("ses_child2", "ses_root2");
-    expect(refused.status).toBe(429);
+    // The default refusal shape (README "Refusal shape"): 403 with retry-after: 0.
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get("retry-after")).toBe("0");
     const body = (await refused.json()) as { error: { message: string } };
     expect(body.error.message).toContain("ses_child2");
     expect(body.error.message).toContain("carol");

@@ -1,0 +1,61 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, test } from "vitest";
+import type { Migration } from "./migration.ts";
+import { MIGRATIONS, migrate, schemaVersion } from "./migrations.ts";
+
+const dirs: string[] = [];
+function fileDb(): Database.Database {
+  const dir = mkdtempSync(join(tmpdir(), "sg-migrate-"));
+  dirs.push(dir);
+  return new Database(join(dir, "t.db"));
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const m = (version: number): Migration => ({
+  version,
+  name: `m${version}`,
+  sql: `CREATE TABLE t${version} (x INTEGER) STRICT;`,
+});
+
+describe("migrate", () => {
+  test("applies the shipped migrations once, in order, on a real file", () => {
+    const db = fileDb();
+    const first = migrate(db);
+    expect(first).toEqual([...MIGRATIONS].map((x) => x.version).sort((a, b) => a - b));
+    expect(migrate(db)).toEqual([]);
+    expect(schemaVersion(db)).toBe(Math.max(...MIGRATIONS.map((x) => x.version)));
+    db.close();
+  });
+
+  test("a lower version added later (interleaved feature migrations) is still applied", () => {
+    const db = fileDb();
+    expect(migrate(db, [m(1), m(3)])).toEqual([1, 3]);
+    expect(migrate(db, [m(1), m(2), m(3)])).toEqual([2]);
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't%'").all();
+    expect(tables.map((t) => (t as { name: string }).name).sort()).toEqual(["t1", "t2", "t3"]);
+    db.close();
+  });
+
+  test("a database newer than this build is refused, untouched", () => {
+    const db = fileDb();
+    migrate(db, [m(1), m(2)]);
+    expect(() => migrate(db, [m(1)])).toThrow(/newer than this stallguard/);
+    db.close();
+  });
+
+  test("a failing migration rolls back and records nothing", () => {
+    const db = fileDb();
+    migrate(db, [m(1)]);
+    expect(() =>
+      migrate(db, [m(1), { version: 2, name: "bad", sql: "CREATE TABLE t9 (x); NOT SQL" }]),
+    ).toThrow();
+    expect(schemaVersion(db)).toBe(1);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 't9'").all()).toEqual([]);
+    db.close();
+  });
+});
