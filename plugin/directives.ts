@@ -1,10 +1,16 @@
 // Runs the router's mode directives inside opencode (spec section 5):
-// compact = summarize the stuck session; recover = abort the stuck session and
-// its root, then summarize the root. The incident report rides into the
-// compaction prompt through experimental.session.compacting, so it survives
-// into the compacted context. Plain functions over a small ops interface so
-// the hook shell stays thin and this is testable without opencode.
-import type { Directive, DirectiveResult } from "../shared/wire.ts";
+// compact = summarize the stuck session; recover = abort the stuck
+// session and its root, then summarize the root. The incident report rides
+// into the compaction prompt through experimental.session.compacting, so it
+// survives into the compacted context. Plain functions over a small ops
+// interface so the hook shell stays thin and this is testable without opencode.
+//
+// `summarize` with auto: true returns only when opencode's loop after the
+// compaction ends, so completion is taken from the compaction itself: the
+// experimental.compaction.autocontinue hook (awaited by opencode before its
+// continue turn, so the router can lift the refusal first) or the
+// session.compacted event, whichever comes first.
+import type { Directive, DirectiveResult } from "../shared/index.ts";
 
 export interface ModelRef {
   providerID: string;
@@ -13,9 +19,9 @@ export interface ModelRef {
 
 export interface OpencodeOps {
   abort(sessionId: string): Promise<void>;
-  /** POST /session/{id}/summarize {providerID, modelID, auto: true}: resolves when the compaction is done. */
+  /** POST /session/{id}/summarize {providerID, modelID, auto: true}. */
   summarize(sessionId: string, model: ModelRef): Promise<void>;
-  /** The model the session last used (from chat.params / chat.message, or its messages). */
+  /** The model the session last used (from chat.headers, or its messages). */
   modelOf(sessionId: string): Promise<ModelRef | null>;
   toast(message: string, variant: "info" | "warning" | "success" | "error"): Promise<void>;
 }
@@ -40,6 +46,7 @@ export class PendingReports {
     const report = this.map.get(sessionId);
     if (report === undefined) return;
     this.map.delete(sessionId);
+    if (!Array.isArray(output.context)) return;
     output.context.push(
       `A stall detector (stallguard) stopped this work. Keep this incident report in the summary and follow its advice:\n${report}`,
     );
@@ -47,6 +54,52 @@ export class PendingReports {
 
   has(sessionId: string): boolean {
     return this.map.has(sessionId);
+  }
+}
+
+/** One-shot signals "this session's compaction finished", keyed by session id. */
+export class CompactionSignals {
+  private readonly waiters = new Map<string, Array<() => void>>();
+
+  /** Resolves on the next fire(sessionId), or rejects after timeoutMs. */
+  wait(sessionId: string, timeoutMs: number): { promise: Promise<void>; cancel(): void } {
+    let resolveFn: () => void = () => {};
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const promise = new Promise<void>((resolve, reject) => {
+      resolveFn = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      timer = setTimeout(() => {
+        this.remove(sessionId, resolveFn);
+        reject(new Error("compaction_timeout"));
+      }, timeoutMs);
+      (timer as { unref?: () => void }).unref?.();
+    });
+    const list = this.waiters.get(sessionId) ?? [];
+    list.push(resolveFn);
+    this.waiters.set(sessionId, list);
+    return {
+      promise,
+      cancel: () => {
+        clearTimeout(timer);
+        this.remove(sessionId, resolveFn);
+      },
+    };
+  }
+
+  fire(sessionId: string): boolean {
+    const list = this.waiters.get(sessionId);
+    if (!list || list.length === 0) return false;
+    this.waiters.delete(sessionId);
+    for (const f of list) f();
+    return true;
+  }
+
+  private remove(sessionId: string, f: () => void): void {
+    const list = this.waiters.get(sessionId)?.filter((x) => x !== f) ?? [];
+    if (list.length === 0) this.waiters.delete(sessionId);
+    else this.waiters.set(sessionId, list);
   }
 }
 
@@ -58,8 +111,16 @@ function result(d: Directive, ok: boolean, error: string | null, now: number): D
     root_id: d.root_id,
     ok,
     error,
-    at: now,
+    at: Math.floor(now),
   };
+}
+
+export interface RunOptions {
+  now?: () => number;
+  /** Compaction-finished signals; without them the summarize call's own return counts. */
+  signals?: CompactionSignals;
+  /** Longest wait for the compaction. */
+  timeoutMs?: number;
 }
 
 /** Runs one directive; never throws. */
@@ -67,22 +128,37 @@ export async function runDirective(
   d: Directive,
   ops: OpencodeOps,
   pending: PendingReports,
-  now: () => number = Date.now,
+  opts: RunOptions | (() => number) = {},
 ): Promise<DirectiveResult> {
+  const o: RunOptions = typeof opts === "function" ? { now: opts } : opts;
+  const now = o.now ?? Date.now;
   const target = d.action === "recover" ? d.root_id : d.session_id;
   try {
+    // A recovery stops the spending first: the stuck session and its root. A
+    // compaction stops nothing: opencode (1.18.33, measured) takes a summarize
+    // on a busy session into its running loop and continues after it.
     if (d.action === "recover") {
       await ops.abort(d.session_id).catch(() => undefined);
       if (d.root_id !== d.session_id) await ops.abort(d.root_id).catch(() => undefined);
     }
-    const model = await ops.modelOf(target);
+    const model = await ops.modelOf(target).catch(() => null);
     if (!model) return result(d, false, "no_model_for_session", now());
     pending.set(target, d.report);
-    try {
-      await ops.summarize(target, model);
-    } catch {
-      return result(d, false, "summarize_failed", now());
-    }
+    const waiter = o.signals?.wait(target, o.timeoutMs ?? 180_000);
+    const summarized = ops.summarize(target, model).then(
+      () => "returned" as const,
+      () => "failed" as const,
+    );
+    const compacted = waiter
+      ? waiter.promise.then(
+          () => "compacted" as const,
+          () => "timeout" as const,
+        )
+      : new Promise<never>(() => {});
+    const first = await Promise.race([summarized, compacted]);
+    waiter?.cancel();
+    if (first === "failed") return result(d, false, "summarize_failed", now());
+    if (first === "timeout") return result(d, false, "compaction_timeout", now());
     await ops
       .toast(
         d.action === "recover" ? `stallguard recovered: ${target}` : `stallguard compacted: ${target}`,
@@ -93,4 +169,160 @@ export async function runDirective(
   } catch {
     return result(d, false, "directive_failed", now());
   }
+}
+
+/**
+ * Receives directives from /progress answers (fresh and re-sent ones), runs
+ * each id once, and hands the result to `send`. Never throws, never blocks
+ * the caller.
+ */
+export class DirectiveRunner {
+  readonly pending = new PendingReports();
+  readonly signals = new CompactionSignals();
+  private readonly seen = new Set<string>();
+  private readonly running = new Map<string, Promise<DirectiveResult>>();
+  /** The result waiting to be delivered, per compacted session (the autocontinue hook awaits it). */
+  private readonly delivering = new Map<string, Promise<void>>();
+  readonly results: DirectiveResult[] = [];
+
+  constructor(
+    private readonly ops: OpencodeOps,
+    private readonly send: (r: DirectiveResult) => Promise<void>,
+    private readonly opts: {
+      now?: () => number;
+      timeoutMs?: number;
+      log?: (code: string, msg: string) => void;
+    } = {},
+  ) {}
+
+  handle(directives: readonly Directive[]): void {
+    for (const d of directives) {
+      if (this.seen.has(d.id)) continue;
+      this.seen.add(d.id);
+      if (this.seen.size > 512) {
+        const oldest = this.seen.values().next();
+        if (!oldest.done) this.seen.delete(oldest.value);
+      }
+      const target = d.action === "recover" ? d.root_id : d.session_id;
+      if (this.running.has(target)) continue; // one recovery per target at a time
+      const run = runDirective(d, this.ops, this.pending, {
+        signals: this.signals,
+        ...(this.opts.now ? { now: this.opts.now } : {}),
+        ...(this.opts.timeoutMs ? { timeoutMs: this.opts.timeoutMs } : {}),
+      });
+      this.running.set(target, run);
+      const delivered = run
+        .then(async (r) => {
+          this.results.push(r);
+          if (this.results.length > 50) this.results.shift();
+          if (!r.ok) this.opts.log?.("directive_failed", `${d.action} ${r.error ?? ""}`);
+          await this.send(r);
+        })
+        .catch((err: unknown) => this.opts.log?.("directive_failed", String(err)))
+        .finally(() => {
+          this.running.delete(target);
+          this.delivering.delete(target);
+        });
+      this.delivering.set(target, delivered);
+    }
+  }
+
+  /** experimental.session.compacting. */
+  onCompacting(sessionId: string, output: { context: string[] }): void {
+    this.pending.onCompacting(sessionId, output);
+  }
+
+  /**
+   * The session's compaction finished (autocontinue hook or session.compacted
+   * event). Resolves when the result has been handed to the router, bounded by
+   * waitMs, so opencode's continue turn comes after the refusal is lifted.
+   */
+  async onCompacted(sessionId: string, waitMs = 2000): Promise<void> {
+    if (!this.signals.fire(sessionId)) return;
+    const delivered = this.delivering.get(sessionId);
+    if (!delivered) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      delivered,
+      new Promise<void>((r) => {
+        timer = setTimeout(r, waitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Resolves when every running directive is done (tests). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.delivering.values()]);
+  }
+}
+
+type Rec = Record<string, unknown>;
+const obj = (v: unknown): Rec => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {});
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
+/** The model a chat.headers / chat.params input names: message.model first, then model + provider. */
+export function modelFromInput(input: unknown): ModelRef | null {
+  const i = obj(input);
+  const m = obj(obj(i.message).model);
+  const fromMsg = { providerID: str(m.providerID), modelID: str(m.modelID) };
+  if (fromMsg.providerID && fromMsg.modelID) return fromMsg as ModelRef;
+  const model = obj(i.model);
+  const providerID = str(model.providerID) ?? str(obj(obj(i.provider).info).id) ?? str(i.provider);
+  const modelID = str(model.id) ?? str(i.model);
+  return providerID && modelID ? { providerID, modelID } : null;
+}
+
+/** The opencode SDK client surface the ops use (all optional: a missing one fails the directive). */
+export interface OpsClient {
+  session?: {
+    abort?: (o: { path: { id: string } }) => Promise<unknown>;
+    summarize?: (o: { path: { id: string }; body: ModelRef & { auto: boolean } }) => Promise<unknown>;
+    messages?: (o: { path: { id: string } }) => Promise<unknown>;
+  };
+  tui?: {
+    showToast?: (o: {
+      body: { title?: string; message: string; variant: string; duration?: number };
+    }) => Promise<unknown>;
+  };
+}
+
+function failed(res: unknown): boolean {
+  const r = obj(res);
+  return r.error !== undefined && r.error !== null;
+}
+
+/** OpencodeOps over the SDK client opencode hands the plugin. */
+export function clientOps(client: OpsClient, models: Map<string, ModelRef>): OpencodeOps {
+  return {
+    async abort(id) {
+      const res = await client.session?.abort?.call(client.session, { path: { id } });
+      if (failed(res)) throw new Error("abort_failed");
+    },
+    async summarize(id, model) {
+      const fn = client.session?.summarize;
+      if (!fn) throw new Error("no_summarize");
+      const res = await fn.call(client.session, { path: { id }, body: { ...model, auto: true } });
+      if (failed(res)) throw new Error("summarize_failed");
+    },
+    async modelOf(id) {
+      const known = models.get(id);
+      if (known) return known;
+      const res = await client.session?.messages?.call(client.session, { path: { id } });
+      const list = obj(res).data;
+      if (!Array.isArray(list)) return null;
+      for (let i = list.length - 1; i >= 0; i--) {
+        const info = obj(obj(list[i]).info);
+        const providerID = str(info.providerID) ?? str(obj(info.model).providerID);
+        const modelID = str(info.modelID) ?? str(obj(info.model).modelID);
+        if (providerID && modelID) return { providerID, modelID };
+      }
+      return null;
+    },
+    async toast(message, variant) {
+      await client.tui?.showToast?.call(client.tui, {
+        body: { title: "stallguard", message: message.slice(0, 300), variant, duration: 8000 },
+      });
+    },
+  };
 }

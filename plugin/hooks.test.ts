@@ -57,3 +57,61 @@ describe("hooks never throw", () => {
     await expect(hooks.dispose?.()).resolves.toBeUndefined();
   });
 });
+
+describe("mode hooks", () => {
+  it("compacting, autocontinue and session.compacted never throw, whatever they are handed", async () => {
+    const { settings } = loadSettings({ env: { STALLGUARD_URL: "http://127.0.0.1:9" } });
+    const sg = new Stallguard({ settings });
+    const hooks = createHooks(sg, { client: null });
+    type AnyHook = (a: unknown, b: unknown) => Promise<unknown>;
+    for (const name of ["experimental.session.compacting", "experimental.compaction.autocontinue"] as const) {
+      const fn = hooks[name] as unknown as AnyHook;
+      for (const a of junk) for (const b of junk) await expect(fn(a, b)).resolves.toBeUndefined();
+    }
+    const ev = hooks.event as unknown as (a: unknown) => Promise<unknown>;
+    for (const p of junk)
+      await expect(ev({ event: { type: "session.compacted", properties: p } })).resolves.toBeUndefined();
+    await sg.dispose();
+  });
+
+  it("a directive from a /progress answer puts its report into that session's compaction", async () => {
+    const { settings } = loadSettings({ env: { STALLGUARD_URL: "http://127.0.0.1:9" } });
+    const sg = new Stallguard({ settings, fetch: async () => new Response("{}", { status: 200 }) });
+    const calls: string[] = [];
+    const hooks = createHooks(sg, {
+      client: {
+        session: {
+          abort: async (o: { path: { id: string } }) => {
+            calls.push(`abort ${o.path.id}`);
+            return { data: true };
+          },
+          summarize: async (o: { path: { id: string } }) => {
+            calls.push(`summarize ${o.path.id}`);
+            return new Promise(() => {});
+          },
+        },
+      },
+    });
+    const headers = hooks["chat.headers"] as unknown as (a: unknown, b: unknown) => Promise<void>;
+    await headers(
+      { sessionID: "ses_r", agent: "build", model: { id: "loop", providerID: "fake" } },
+      { headers: {} },
+    );
+    sg.reporter.onAnswer?.({
+      accepted: 1,
+      duplicates: 0,
+      directives: [
+        { id: "d:hook1", action: "compact", session_id: "ses_r", root_id: "ses_r", report: "REPORT-LINE" },
+      ],
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toEqual(["summarize ses_r"]);
+    const out = { context: [] as string[] };
+    await (hooks["experimental.session.compacting"] as unknown as (a: unknown, b: unknown) => Promise<void>)(
+      { sessionID: "ses_r" },
+      out,
+    );
+    expect(out.context.join("\n")).toContain("REPORT-LINE");
+    await sg.dispose();
+  });
+});

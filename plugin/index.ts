@@ -25,5 +25,5 @@ export const StallguardPlugin: Plugin = async (input, options) => {
   });
   if (issues.length > 0) sg.log("warn", "config_invalid", issues.join("; "));
   sg.start();
-  return createHooks(sg);
+  return createHooks(sg, { client: input.client });
 };

@@ -64,7 +64,8 @@ describe("Reporter against a real receiver", () => {
     await expect.poll(() => rx.messages.length).toBe(1);
     expect(rx.bodies[0]?.authorization).toBe("Bearer tok");
     expect(parseProgressBody(JSON.parse(rx.bodies[0]?.raw ?? "")).ok).toBe(true);
-    expect(r.pending).toBe(0);
+    // The receiver sees the body before the reporter has read the answer and settled.
+    await expect.poll(() => r.pending).toBe(0);
     expect(r.stats.sent).toBe(1);
   });
 
@@ -138,5 +139,54 @@ describe("Reporter against a real receiver", () => {
       },
     });
     expect(() => r.enqueue(tick(1))).not.toThrow();
+  });
+});
+
+describe("Reporter answers (modes)", () => {
+  const directive = { id: "d:abcd", action: "recover", session_id: "w", root_id: "r", report: "x" };
+  const reporterWith = (answer: unknown, status = 200) =>
+    new Reporter({
+      url: "http://127.0.0.1:9",
+      token: null,
+      timeoutMs: 300,
+      queueSize: 10,
+      fetch: async () =>
+        new Response(typeof answer === "string" ? answer : JSON.stringify(answer), { status }),
+    });
+
+  it("hands a valid answer's directives to onAnswer", async () => {
+    const rep = reporterWith({ accepted: 1, duplicates: 0, directives: [directive] });
+    const seen: unknown[] = [];
+    rep.onAnswer = (a) => seen.push(...a.directives);
+    rep.enqueue(tick(1));
+    await rep.flush();
+    expect(seen).toEqual([directive]);
+    rep.close();
+  });
+
+  it("ignores invalid answers, a throwing handler and non-2xx answers", async () => {
+    for (const [body, status] of [
+      ["not json", 200],
+      [{ accepted: 1, duplicates: 0, directives: [{ ...directive, extra: 1 }] }, 200],
+      [{ accepted: 1, duplicates: 0, directives: [directive] }, 400],
+    ] as const) {
+      const rep = reporterWith(body, status);
+      let calls = 0;
+      rep.onAnswer = () => {
+        calls++;
+      };
+      rep.enqueue(tick(1));
+      await rep.flush();
+      expect(calls).toBe(0);
+      rep.close();
+    }
+    const boom = reporterWith({ accepted: 1, duplicates: 0, directives: [] });
+    boom.onAnswer = () => {
+      throw new Error("handler boom");
+    };
+    boom.enqueue(tick(1));
+    await expect(boom.flush()).resolves.toBeUndefined();
+    expect(boom.stats.sent).toBe(1);
+    boom.close();
   });
 });

@@ -3,7 +3,7 @@
 // batch that fails for a reason a retry can fix stays queued and is retried
 // with backoff. The queue is bounded: the oldest messages go first, and only
 // the newest heartbeat is ever kept.
-import type { ProgressMessage } from "../shared/index.ts";
+import { type ProgressMessage, type ProgressResponse, progressResponseSchema } from "../shared/index.ts";
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -20,6 +20,8 @@ export interface ReporterOptions {
   /** At most this many messages per POST (the wire allows 100). */
   batchSize?: number;
   log?: (level: "warn" | "error", code: string, message: string) => void;
+  /** Called with every valid 2xx answer (its directives are the modes' work for this plugin). */
+  onAnswer?: (answer: ProgressResponse) => void;
 }
 
 export interface ReporterStats {
@@ -48,6 +50,8 @@ export class Reporter {
   private readonly endpoint: string;
   private readonly doFetch: FetchLike;
   readonly stats: ReporterStats = { sent: 0, batches: 0, failures: 0, dropped: 0, rejected: 0 };
+  /** Set after construction by the hook shell (directives); must not throw, is not awaited. */
+  onAnswer: ((answer: ProgressResponse) => void) | null = null;
 
   constructor(private readonly opts: ReporterOptions) {
     this.endpoint = `${opts.url.replace(/\/+$/, "")}/progress`;
@@ -119,12 +123,25 @@ export class Reporter {
       body: JSON.stringify(batch.length === 1 ? batch[0] : batch),
       signal: AbortSignal.timeout(this.opts.timeoutMs),
     });
-    // Drain the body so the connection is released; its content is not needed.
-    await res.text().catch(() => "");
+    // Drain the body so the connection is released; a 2xx answer may carry directives.
+    const text = await res.text().catch(() => "");
     const outcome = outcomeOf(res.status);
+    if (outcome === "sent") this.answer(text);
     if (outcome === "rejected")
       this.opts.log?.("warn", "progress_rejected", `router answered ${res.status} to /progress`);
     return outcome;
+  }
+
+  private answer(text: string): void {
+    const handler = this.onAnswer ?? this.opts.onAnswer;
+    if (!handler || text === "") return;
+    try {
+      const parsed = progressResponseSchema.safeParse(JSON.parse(text));
+      if (parsed.success) handler(parsed.data);
+      else this.opts.log?.("warn", "progress_answer_invalid", "router answer did not match the wire schema");
+    } catch (err) {
+      this.opts.log?.("warn", "progress_answer_failed", String(err));
+    }
   }
 
   private settle(batch: ProgressMessage[], outcome: SendOutcome): void {

@@ -125,6 +125,7 @@ export const progressMessageSchema = z.discriminatedUnion("type", [
   transitionSchema,
   heartbeatSchema,
   watchdogTickSchema,
+  directiveResultSchema,
 ]);
 
 /** What the router asks a live plugin to do for an acting mode. */

@@ -90,7 +90,7 @@ describe("Store", () => {
 
   it("opens in WAL mode with the migrations applied once", () => {
     expect(store.db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(schemaVersion(store.db)).toBe(MIGRATIONS.length);
+    expect(schemaVersion(store.db)).toBe(Math.max(...MIGRATIONS.map((m) => m.version)));
     expect(migrate(store.db)).toEqual([]);
   });
 

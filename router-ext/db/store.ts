@@ -11,6 +11,7 @@ import type Database from "better-sqlite3";
 import type { Heartbeat, ProgressMessage, Transition, Verdict, WatchdogTick } from "../../shared/index.ts";
 import { VERDICT_RANK } from "../../shared/index.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "../gate/store.ts";
+import { type ModeEffects, ModesStore } from "../modes/store.ts";
 
 export type SessionSource = "plugin" | "watchdog" | "gate";
 export type RefusalScope = "tree" | "session";
@@ -89,7 +90,7 @@ export interface KnobOverride {
 export type StageFn = (
   t: Transition,
   ctx: { treeState: string | null; pluginSeenAt: number | null; currentStage: string },
-) => { stage: string; actions: readonly unknown[]; treeState: string };
+) => { stage: string; actions: readonly unknown[]; treeState: string; effects?: ModeEffects };
 
 export interface FreshTransition {
   transition: Transition;
@@ -343,10 +344,13 @@ const refusalView = (r: RefusalDbRow): RefusalView => ({
 export class Store implements GateStore {
   readonly db: Database.Database;
   private readonly q: ReturnType<typeof prepareAll>;
+  /** The modes' durable half: scoped refusals, directives, context caps (router-ext/modes/store.ts). */
+  readonly modes: ModesStore;
 
   constructor(db: Database.Database) {
     this.db = db;
     this.q = prepareAll(db);
+    this.modes = new ModesStore(db);
   }
 
   /** Stores one POST /progress body atomically. A transition id seen before is a duplicate, not re-applied. */
@@ -362,6 +366,9 @@ export class Store implements GateStore {
           } else out.duplicates++;
         } else if (m.type === "heartbeat") {
           this.applyHeartbeat(m, opts.now);
+          out.accepted++;
+        } else if (m.type === "directive_result") {
+          this.modes.applyResult(m, opts.now);
           out.accepted++;
         } else {
           this.applyTick(m, opts.now);
@@ -417,12 +424,14 @@ export class Store implements GateStore {
       flag: flagged ? 1 : 0,
       now: opts.now,
     });
-    const { stage, actions, treeState } = opts.stage(t, {
+    const { stage, actions, treeState, effects } = opts.stage(t, {
       treeState: this.q.getTreeMode.get(row.root_id)?.state ?? null,
       pluginSeenAt: row.plugin_seen_at,
       currentStage: row.stage,
     });
     this.q.setTreeMode.run(row.root_id, treeState, opts.now);
+    if (effects) this.modes.applyEffects(effects, opts.now);
+    if (t.verdict === "ok") this.modes.liftSession(t.session_id, "session ok", opts.now);
     // An older transition arriving late (a retry queue flush) joins the history
     // and the counts but does not overwrite a newer verdict.
     if (row.verdict_at === null || t.at >= row.verdict_at) {
@@ -469,6 +478,7 @@ export class Store implements GateStore {
         now,
       );
       this.q.setPlugin.run(h.plugin_version, now, s.session_id);
+      if (s.verdict === "ok") this.modes.liftSession(s.session_id, "session ok", now);
       this.q.applyStats.run({
         session_id: s.session_id,
         turns: s.turns_since_landed,
@@ -562,14 +572,19 @@ export class Store implements GateStore {
         this.q.setPlugin.run(identity.pluginVersion.slice(0, 64), now, conversation);
       const rootId = this.q.getSession.get(conversation)?.root_id ?? conversation;
       const sess = this.q.getRefusal.get("session", conversation);
-      if (sess?.state === "stopped") {
+      // A recovery's own compaction request passes the scoped refusal it runs under.
+      const compacting = identity.agent === "compaction" && this.modes.refusedByMode(conversation);
+      if (sess?.state === "stopped" && !compacting) {
+        this.modes.countRefusal(conversation, "session", sess.changed_at, now);
         return { refused: true, scope: "session", reason: refusalReason("session", sess), rootId };
       }
       const tree = this.q.getRefusal.get("tree", rootId);
       if (tree?.state === "stopped") {
+        this.modes.countRefusal(conversation, "tree", tree.changed_at, now);
         return { refused: true, scope: "tree", reason: refusalReason("tree", tree), rootId };
       }
-      return { refused: false, scope: null, reason: null, rootId };
+      const overCap = this.modes.overCap(conversation, rootId, identity.agent);
+      return { refused: false, scope: null, reason: null, rootId, ...(overCap ? { overCap } : {}) };
     })();
   }
 
@@ -608,6 +623,7 @@ export class Store implements GateStore {
           // Admin Resume: the hard stop, the cap and the recovery count start over.
           this.q.clearTreeStage.run(key);
           this.q.deleteTreeMode.run(key);
+          this.modes.resumeTree(key, at);
         } else this.q.clearSessionStage.run(key);
       }
     })();
@@ -721,6 +737,7 @@ export class Store implements GateStore {
       // A resumed refusal older than the window is history only (the log keeps it until pruned too).
       this.q.pruneRunningRefusals.run(cutoff);
       this.q.pruneTreeModes.run(cutoff);
+      this.modes.prune(cutoff);
       return {
         transitions: this.q.pruneTransitions.run(cutoff).changes,
         requests: this.q.pruneRequests.run(cutoff).changes,

@@ -41,6 +41,11 @@ export interface GateOptions {
   fetchImpl?: typeof fetch;
   /** One line per notable event (upstream down, store failure); never a body. */
   log?: (line: string) => void;
+  /**
+   * The behaviour breaker (sync): a different model for this request and the
+   * response header saying so, or null to leave the request as it is.
+   */
+  modelRoute?: (model: string, identity: GateIdentity) => { model: string; header: string } | null;
 }
 
 /** Largest non-streaming JSON answer scanned for usage; bigger ones pass through unscanned. */
@@ -122,6 +127,21 @@ export function refusalBody(identity: GateIdentity, decision: GateDecision): Err
     `stallguard stopped session ${who}${tree}${reason}. ${resume}`,
     "stallguard_refused",
     decision.scope === "tree" ? "tree_refused" : "session_refused",
+  );
+}
+
+/**
+ * The over-cap answer (auto_limit_context, auto_recover stage 2): HTTP 413 with
+ * OpenAI's context_length_exceeded code, which opencode classifies as a context
+ * overflow and answers with its own compaction (never retried). The message
+ * avoids the words that veto that classification ("rate limit", "too many requests").
+ */
+export function contextCapBody(identity: GateIdentity, over: { cap: number; tokens: number }): ErrorBody {
+  const who = identity.conversation ?? "(no session id)";
+  return errorBody(
+    `stallguard context cap: session ${who} is at ${over.tokens} prompt tokens, over the cap of ${over.cap} set by progress.mode. Compact the conversation to continue.`,
+    "invalid_request_error",
+    "context_length_exceeded",
   );
 }
 
@@ -208,6 +228,17 @@ interface Peek {
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
+
+/** The JSON body with its `model` replaced (the breaker's fallback); unchanged when not a JSON object. */
+function withModel(bytes: Uint8Array<ArrayBuffer>, model: string): Uint8Array<ArrayBuffer> {
+  try {
+    const raw: unknown = JSON.parse(decoder.decode(bytes));
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return bytes;
+    return encoder.encode(JSON.stringify({ ...raw, model }));
+  } catch {
+    return bytes;
+  }
+}
 
 function peekBody(bytes: Uint8Array<ArrayBuffer>, contentType: string | null, rest: string): Peek {
   const plain: Peek = { model: null, body: bytes, injected: false };
@@ -441,6 +472,10 @@ export function gateRoutes(opts: GateOptions): Hono {
           : {};
       return local(refusalStatus, refusalBody(identity, { ...decision, scope }), extra, true);
     }
+    if (decision.overCap) {
+      // Recorded as refused (it never reached the model), status 413.
+      return local(413, contextCapBody(identity, decision.overCap), {}, true);
+    }
 
     if (!opts.upstream) {
       metrics.upstreamError("no_upstream");
@@ -452,6 +487,20 @@ export function gateRoutes(opts: GateOptions): Hono {
           "no_upstream",
         ),
       );
+    }
+
+    // The behaviour breaker: an open model's request goes to its fallback, said so in a header.
+    let routed: { model: string; header: string } | null = null;
+    if (opts.modelRoute && model !== null) {
+      try {
+        routed = opts.modelRoute(model, identity);
+      } catch (err) {
+        log(`gate: modelRoute failed (${errorCode(err)}); request left as it is`);
+      }
+      if (routed) {
+        peek = { ...peek, body: withModel(peek.body, routed.model) };
+        model = routed.model;
+      }
     }
 
     // Forward.
@@ -514,6 +563,7 @@ export function gateRoutes(opts: GateOptions): Hono {
         : passScanner;
     const status = upstreamRes.status;
     const headers = forwardResponseHeaders(upstreamRes.headers);
+    if (routed) headers.set("x-stallguard-breaker", routed.header);
 
     let finished = false;
     const finish = () => {

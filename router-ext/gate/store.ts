@@ -28,6 +28,12 @@ export interface GateDecision {
   reason: string | null;
   /** The conversation's tree root as the store knows it (the conversation itself for a root). */
   rootId: string | null;
+  /**
+   * Modes (auto_limit_context, auto_recover stage 2): the tree is capped and this
+   * conversation's last measured context is at or over the cap. The gate answers
+   * with a context-overflow error so opencode compacts. Absent or null: no cap applies.
+   */
+  overCap?: { cap: number; tokens: number } | null;
 }
 
 /** One proxied (or refused) request. Snake case: it maps onto a table row. */

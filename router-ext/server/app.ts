@@ -17,7 +17,7 @@ import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews 
 import type { LiveConfig } from "./live-config.ts";
 import { renderMetrics } from "./metrics.ts";
 import { bearerToken, isLoopbackHost, safeEqual } from "./security.ts";
-import { modeKnobs, parseTreeState, stageOf } from "./stage.ts";
+import { effectsOf, modeKnobs, parseTreeState, stageOf } from "./stage.ts";
 
 export interface AppDeps {
   store: Store;
@@ -142,6 +142,7 @@ export function createApp(deps: AppDeps): Hono {
           log(`progress: after-store actions failed: ${(err as Error).message}`);
         }
       }
+      directives = withPending(store, directives, parsed.value, now(), config.get().progress.recover_window);
       const response: ProgressResponse = {
         accepted: result.accepted,
         duplicates: result.duplicates,
@@ -290,6 +291,32 @@ export function createApp(deps: AppDeps): Hono {
   return app;
 }
 
+/**
+ * Adds the open directives for the sessions a plugin reported in this body
+ * (transitions and heartbeats), so an unacknowledged directive is re-sent on
+ * a later answer, also after a router restart. Deduplicated by id.
+ */
+function withPending(
+  store: Store,
+  fresh: Directive[],
+  messages: ProgressMessage[],
+  at: number,
+  maxAgeMs: number,
+): Directive[] {
+  const keys = new Set<string>();
+  for (const m of messages) {
+    if (m.type === "transition" && m.source === "plugin") keys.add(m.session_id).add(m.root_id);
+    else if (m.type === "heartbeat") for (const s of m.sessions) keys.add(s.session_id).add(s.root_id);
+  }
+  const out = new Map(fresh.map((d) => [d.id, d]));
+  try {
+    for (const d of store.modes.pendingFor(keys, { now: at, maxAgeMs })) if (!out.has(d.id)) out.set(d.id, d);
+  } catch {
+    // a store failure must not fail the report itself
+  }
+  return [...out.values()].slice(0, 50);
+}
+
 /** Stores a validated /progress body, computing each transition's stage with the live mode knobs. */
 export function ingest(deps: Pick<AppDeps, "store" | "config">, messages: ProgressMessage[], at: number) {
   const cfg = deps.config.get();
@@ -304,7 +331,12 @@ export function ingest(deps: Pick<AppDeps, "store" | "config">, messages: Progre
         pluginLive: ctx.pluginSeenAt !== null && at - ctx.pluginSeenAt <= live,
         now: at,
       });
-      return { stage: out.stage, actions: out.actions, treeState: JSON.stringify(out.treeState) };
+      return {
+        stage: out.stage,
+        actions: out.actions,
+        treeState: JSON.stringify(out.treeState),
+        effects: effectsOf(out.actions, t, out.treeState.stage),
+      };
     },
   });
 }

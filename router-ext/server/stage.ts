@@ -10,21 +10,53 @@ import {
   type ModeKnobs,
   type TreeModeState,
 } from "../modes/policy.ts";
+import { directiveId, type ModeEffects } from "../modes/store.ts";
 
 /** The session's stage as the Sessions readout shows it. */
 export type SessionStage = "none" | "warned" | "compacting" | "limited" | "recovering" | "stopped";
 
 /**
- * Actions this server executes itself: alerts, the hard-stop tree refusal, and
- * directives handed back to the reporting plugin in the /progress answer. The
- * others (refuse_session until the compaction completes, cap_context, toast)
- * are logged until the recovery work lands.
+ * Actions this server executes itself: alerts, the hard-stop tree refusal,
+ * directives handed to a live plugin in /progress answers (kept until it
+ * acknowledges them), the scoped session refusal (lifted when the recovery
+ * completes or the session goes ok) and the context cap (the gate answers an
+ * over-cap request with a context-overflow error). Toasts are the plugin's.
  */
 export const EXECUTED_ACTIONS: ReadonlySet<ModeAction["type"]> = new Set<ModeAction["type"]>([
   "alert",
   "refuse_tree",
   "directive",
+  "refuse_session",
+  "cap_context",
 ]);
+
+/**
+ * What a transition's actions change in the store, written in the same
+ * transaction as the transition (so a restart keeps refusals, caps and
+ * unacknowledged directives).
+ */
+export function effectsOf(
+  actions: readonly ModeAction[],
+  t: Pick<Transition, "id">,
+  stage: number,
+): ModeEffects {
+  const e: ModeEffects = { refuseSessions: [], directives: [], caps: [], hardStops: [] };
+  for (const a of actions) {
+    if (a.type === "refuse_session")
+      e.refuseSessions.push({ sessionId: a.sessionId, reason: `auto_recover stage ${stage}: recovering` });
+    else if (a.type === "cap_context") e.caps.push({ rootId: a.rootId, cap: a.cap });
+    else if (a.type === "refuse_tree") e.hardStops.push(a.rootId);
+    else if (a.type === "directive")
+      e.directives.push({
+        id: directiveId(t.id),
+        action: a.directive,
+        session_id: a.sessionId,
+        root_id: a.rootId,
+        report: a.report.slice(0, 4000),
+      });
+  }
+  return e;
+}
 
 export function modeKnobs(config: Config): ModeKnobs {
   return {

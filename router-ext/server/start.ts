@@ -10,6 +10,9 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import type { Config, Directive, Transition } from "../../shared/index.ts";
 import { adminRoutes } from "../admin/routes.ts";
+import { breakerRoutes } from "../breaker/routes.ts";
+import { BreakerService } from "../breaker/service.ts";
+import { BreakerStore } from "../breaker/store.ts";
 import { VERSION } from "../cli/version.ts";
 import { defaultDbPath, openDatabase } from "../db/open.ts";
 import { type FreshTransition, Store } from "../db/store.ts";
@@ -124,6 +127,17 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
 
   const notify = swappableNotifier(createNotifier(cfg().notifications, { env, log }));
 
+  // The behaviour breaker: state and trips in the same database, evaluated on stall verdicts.
+  const breaker = new BreakerService({
+    store: new BreakerStore(store.db),
+    config: () => cfg().breaker,
+    notify: (a) => {
+      notify.notifier.send(a);
+      store.bump("alerts_total");
+    },
+    log,
+  });
+
   const executeActions = (fresh: FreshTransition[]): Directive[] => {
     const directives: Directive[] = [];
     for (const f of fresh) {
@@ -159,6 +173,11 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
         }
       }
     }
+    try {
+      breaker.onVerdicts(fresh.map((f) => f.transition.verdict));
+    } catch (err) {
+      log(`breaker: evaluate failed: ${(err as Error).message}`);
+    }
     return directives;
   };
 
@@ -177,6 +196,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
       store,
       metrics: gateMetrics,
       log,
+      modelRoute: (m) => breaker.route(m),
     });
   };
   let gate = buildGate(cfg());
@@ -195,9 +215,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     log,
     remoteAddress,
     onFresh: executeActions,
-    adminApps: [notifierRoutes(notify.notifier)],
+    adminApps: [notifierRoutes(notify.notifier), breakerRoutes(breaker)],
     openApps: [adminRoutes({ log }), gateMount],
-    extraMetrics: () => [gateMetrics.render()],
+    extraMetrics: () => [gateMetrics.render(), breaker.metrics()],
   });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
@@ -247,6 +267,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   };
   const blindTimer = setInterval(checkBlind, BLIND_CHECK_MS);
   blindTimer.unref();
+  breaker.start(10_000);
 
   // The in-process watchdog (serve only).
   let watchdog: { stop(): Promise<void> } | null = null;
@@ -318,6 +339,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
         unsubscribe();
         clearInterval(pruneTimer);
         clearInterval(blindTimer);
+        breaker.stop();
         await watchdog?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());

@@ -29,6 +29,7 @@ import {
   type Prefs,
   tokenFromFragment,
 } from "./token.ts";
+import { mountBreaker } from "./trips.ts";
 
 // The page's CSP has no 'unsafe-eval': keep zod from probing for it.
 z.config({ jitless: true });
@@ -242,6 +243,7 @@ async function start(token: string): Promise<void> {
   el.auth.hidden = true;
   el.app.hidden = false;
   setStatus("loading");
+  mountBreaker(api, () => gen === generation);
   await Promise.all([loadKnobs(), loadChannels(), refresh()]);
   if (gen === generation) schedule(gen);
 }

@@ -1,0 +1,254 @@
+// The "Model breaker" section: each model's breaker state with its current
+// window rates and a Resume button, then every recorded trip with its evidence
+// (sessions, verdicts, rates, window). Reads GET /api/breaker; Resume posts
+// /api/breaker/:model/resume. The section is added to the page by this module.
+import * as z from "zod/mini";
+import { formatDuration } from "../../../shared/duration.ts";
+import { type Api, ApiError } from "./api.ts";
+import { button, h, replace } from "./dom.ts";
+import { fmtAgo, fmtTime } from "./format.ts";
+import { parseRows } from "./schemas.ts";
+
+const REFRESH_MS = 3000;
+
+const str = z._default(z.nullable(z.string()), null);
+const num = z._default(z.nullable(z.number()), null);
+
+export const breakerModelSchema = z.object({
+  model: z.string(),
+  phase: z._default(z.string(), "closed"),
+  trips: z._default(z.number(), 0),
+  until: num,
+  probe_until: num,
+  resumed_by: str,
+  resumed_at: num,
+  fallback: str,
+  served_trees: num,
+  stalled_trees: num,
+  rate: num,
+  others_rate: num,
+  ratio: num,
+});
+export type BreakerModel = z.infer<typeof breakerModelSchema>;
+
+export const breakerTripSchema = z.object({
+  seq: z.number(),
+  model: z.string(),
+  at: z.number(),
+  previous: z._default(z.string(), "closed"),
+  trips: z._default(z.number(), 1),
+  cooldown_ms: z._default(z.number(), 0),
+  until: num,
+  window_ms: z._default(z.number(), 0),
+  min_sessions: num,
+  rate_ratio: num,
+  served_trees: z._default(z.number(), 0),
+  stalled_trees: z._default(z.number(), 0),
+  rate: z._default(z.number(), 0),
+  others_served: z._default(z.number(), 0),
+  others_stalled: z._default(z.number(), 0),
+  others_rate: z._default(z.number(), 0),
+  ratio: z._default(z.number(), 0),
+  fallback: str,
+  evidence: z._default(
+    z.array(z.object({ session_id: z.string(), root_id: str, verdict: z.string(), at: num })),
+    [],
+  ),
+});
+export type BreakerTrip = z.infer<typeof breakerTripSchema>;
+
+const fix = (n: number | null) => (n === null ? "-" : String(Math.round(n * 1000) / 1000));
+const dur = (ms: number | null | undefined) => (typeof ms === "number" && ms > 0 ? formatDuration(ms) : "-");
+const phaseClass = (p: string) => (p === "open" ? "refused" : p === "half_open" ? "warn" : "state running");
+
+function table(cols: string[], rows: HTMLElement[], empty: string, cls: string): HTMLElement {
+  return h(
+    "table",
+    { class: cls },
+    h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col" }, c)))),
+    h(
+      "tbody",
+      {},
+      ...(rows.length ? rows : [h("tr", {}, h("td", { colspan: cols.length, class: "dim" }, empty))]),
+    ),
+  );
+}
+
+export function renderBreaker(
+  root: HTMLElement,
+  body: { enabled: boolean; models: BreakerModel[]; trips: BreakerTrip[]; problems: string[] },
+  now: number,
+  resume: (model: string) => Promise<void>,
+): void {
+  const models = body.models.map((m) =>
+    h(
+      "tr",
+      { "data-model": m.model, "data-phase": m.phase },
+      h("td", { class: "sid" }, m.model),
+      h("td", {}, h("span", { class: `v ${phaseClass(m.phase)}` }, m.phase)),
+      h("td", { class: "num" }, m.trips),
+      h("td", { class: "sid" }, m.fallback ?? "none (advisory)"),
+      h("td", { class: "num" }, m.stalled_trees === null ? "-" : `${m.stalled_trees}/${m.served_trees ?? 0}`),
+      h("td", { class: "num" }, fix(m.rate)),
+      h("td", { class: "num" }, fix(m.others_rate)),
+      h("td", { class: "num" }, fix(m.ratio)),
+      h(
+        "td",
+        { title: fmtTime(m.phase === "half_open" ? m.probe_until : m.until) },
+        m.phase === "open" ? `until ${fmtTime(m.until)}` : m.phase === "half_open" ? "probing" : "-",
+      ),
+      h("td", {}, m.resumed_by ? `${m.resumed_by} ${fmtAgo(m.resumed_at, now)}` : "-"),
+      h(
+        "td",
+        {},
+        m.phase === "closed"
+          ? null
+          : button("Resume", () => resume(m.model), { class: "small", "data-action": "breaker-resume" }),
+      ),
+    ),
+  );
+  const trips = body.trips.map((t) =>
+    h(
+      "tr",
+      { "data-trip": t.seq, "data-trip-model": t.model },
+      h("td", { title: fmtTime(t.at) }, fmtAgo(t.at, now)),
+      h("td", { class: "sid" }, t.model),
+      h("td", {}, `${t.previous} -> open (trip ${t.trips})`),
+      h("td", { class: "num", "data-field": "trees" }, `${t.stalled_trees}/${t.served_trees}`),
+      h("td", { class: "num", "data-field": "rate" }, fix(t.rate)),
+      h("td", { class: "num" }, `${fix(t.others_rate)} (${t.others_stalled}/${t.others_served})`),
+      h("td", { class: "num", "data-field": "ratio" }, `x${fix(t.ratio)}`),
+      h(
+        "td",
+        { "data-field": "window" },
+        `${dur(t.window_ms)}, min ${t.min_sessions ?? "-"}, ratio ${t.rate_ratio ?? "-"}`,
+      ),
+      h("td", {}, dur(t.cooldown_ms)),
+      h("td", { class: "sid" }, t.fallback ?? "none (advisory)"),
+      h(
+        "td",
+        { class: "sid" },
+        h(
+          "ul",
+          { class: "evidence" },
+          ...t.evidence.map((e) =>
+            h(
+              "li",
+              { "data-evidence-session": e.session_id },
+              h("span", { class: `v v-${e.verdict.replace(/[^a-z_]/g, "")}` }, e.verdict),
+              ` ${e.session_id}`,
+              e.root_id && e.root_id !== e.session_id ? ` (tree ${e.root_id})` : "",
+              ` ${fmtTime(e.at)}`,
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+  replace(
+    root,
+    body.problems.length ? h("ul", { class: "err" }, ...body.problems.map((p) => h("li", {}, p))) : null,
+    body.enabled ? null : h("div", { class: "warn" }, "breaker disabled (breaker.enabled)"),
+    table(
+      [
+        "model",
+        "state",
+        "trips",
+        "fallback",
+        "stalled/served trees",
+        "rate",
+        "others",
+        "ratio",
+        "open",
+        "resumed",
+        "",
+      ],
+      models,
+      "no model traffic in the window",
+      "breaker-models",
+    ),
+    h("h3", {}, "Trips"),
+    table(
+      [
+        "when",
+        "model",
+        "change",
+        "stalled/served",
+        "rate",
+        "others",
+        "ratio",
+        "window",
+        "cooldown",
+        "fallback",
+        "evidence",
+      ],
+      trips,
+      "no trips recorded",
+      "breaker-trips",
+    ),
+  );
+}
+
+/** The section's body element, created (before the channels section) on first use. */
+function sectionBody(): HTMLElement | null {
+  const existing = document.getElementById("breaker-body");
+  if (existing) return existing;
+  const app = document.getElementById("app");
+  if (!app) return null;
+  const body = h("div", { id: "breaker-body" });
+  const section = h("section", { id: "breaker" }, h("h2", {}, "Model breaker"), body);
+  const before = document.getElementById("channels");
+  if (before && before.parentElement === app) app.insertBefore(section, before);
+  else app.appendChild(section);
+  return body;
+}
+
+async function load(api: Api, root: HTMLElement): Promise<void> {
+  let raw: unknown;
+  try {
+    raw = await api.get("/api/breaker", { optional: true });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return;
+    replace(root, h("div", { class: "err" }, `breaker: ${(err as Error).message}`));
+    return;
+  }
+  if (raw === null || typeof raw !== "object") {
+    replace(root, h("div", { class: "dim" }, "breaker: not available on this server"));
+    return;
+  }
+  const o = raw as Record<string, unknown>;
+  const models = parseRows(Array.isArray(o.models) ? o.models : [], breakerModelSchema, "models");
+  const trips = parseRows(Array.isArray(o.trips) ? o.trips : [], breakerTripSchema, "trips");
+  renderBreaker(
+    root,
+    {
+      enabled: o.enabled !== false,
+      models: models.rows,
+      trips: trips.rows,
+      problems: [...models.problems, ...trips.problems],
+    },
+    Date.now(),
+    async (model) => {
+      try {
+        await api.send("POST", `/api/breaker/${encodeURIComponent(model)}/resume`, { by: "admin" });
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 401) return;
+        replace(root, h("div", { class: "err" }, `resume ${model}: ${(err as Error).message}`));
+        return;
+      }
+      await load(api, root);
+    },
+  );
+}
+
+/** Adds the section and keeps it fresh while `alive()` holds (main.ts bumps its generation on 401). */
+export function mountBreaker(api: Api, alive: () => boolean): void {
+  const root = sectionBody();
+  if (!root) return;
+  const loop = async () => {
+    if (!alive()) return;
+    await load(api, root);
+    if (alive()) setTimeout(() => void loop(), REFRESH_MS);
+  };
+  void loop();
+}

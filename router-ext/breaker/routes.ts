@@ -1,0 +1,63 @@
+// The breaker's admin API, mounted behind the admin token with the other /api routes:
+//   GET  /api/breaker                 {enabled, window_ms, models[], trips[] (with evidence)}
+//   POST /api/breaker/:model/resume   {by?} -> {model, phase: "closed", by, at}
+// A model name with a slash travels percent-encoded (openrouter%2Fz-ai%2Fglm).
+import { Hono } from "hono";
+import { z } from "zod";
+import type { BreakerService } from "./service.ts";
+
+const resumeSchema = z.strictObject({
+  by: z
+    .string()
+    .min(1)
+    .max(100)
+    .regex(/^[\x20-\x7e]+$/, "printable ASCII")
+    .optional(),
+});
+const modelSchema = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/, "printable ASCII without spaces");
+const limitSchema = z.coerce.number().int().min(1).max(1000);
+
+function issuesOf(error: z.ZodError): string[] {
+  return error.issues.flatMap((i) =>
+    i.code === "unrecognized_keys"
+      ? i.keys.map((k) => `${[...i.path, k].join(".")}: unknown field`)
+      : [`${i.path.join(".") || "(root)"}: ${i.message}`],
+  );
+}
+
+export function breakerRoutes(service: BreakerService): Hono {
+  const app = new Hono();
+
+  app.get("/api/breaker", (c) => {
+    const raw = c.req.query("limit");
+    const limit = raw === undefined ? { success: true as const, data: 100 } : limitSchema.safeParse(raw);
+    if (!limit.success)
+      return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 1000"] }, 400);
+    return c.json(service.view(undefined, limit.data));
+  });
+
+  app.post("/api/breaker/:model/resume", async (c) => {
+    const model = modelSchema.safeParse(c.req.param("model"));
+    if (!model.success) return c.json({ error: "invalid model", issues: issuesOf(model.error) }, 400);
+    const text = await c.req.text();
+    let body: unknown = {};
+    if (text.trim() !== "") {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
+      }
+    }
+    const parsed = resumeSchema.safeParse(body);
+    if (!parsed.success) return c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400);
+    const by = parsed.data.by ?? "admin";
+    const s = service.resume(model.data, by);
+    return c.json({ model: s.model, phase: s.phase, by, at: s.resumedAt });
+  });
+
+  return app;
+}

@@ -1,0 +1,180 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { configSchema } from "../../shared/index.ts";
+import { openDatabase } from "../db/open.ts";
+import { Store } from "../db/store.ts";
+import type { Alert } from "../notify/types.ts";
+import { type BreakerConfig, BreakerService } from "./service.ts";
+import { BreakerStore } from "./store.ts";
+import { ingest, served, stallTransition } from "./testing.ts";
+
+const MIN = 60_000;
+const T0 = 1_800_000_000_000;
+
+describe("BreakerService", () => {
+  let dir: string;
+  let store: Store;
+  let cfg: BreakerConfig;
+  let alerts: Alert[];
+  let now: number;
+  const service = () =>
+    new BreakerService({
+      store: new BreakerStore(store.db),
+      config: () => cfg,
+      notify: (a) => alerts.push(a),
+      now: () => now,
+    });
+
+  /** Four trees per model in the window; the first three on `bad` loop. */
+  function replay(bad = "bad/m", good = "good/m"): void {
+    for (let i = 0; i < 4; i++) {
+      store.recordRequest(served(bad, `ses_b${i}`, T0 + i * 1000));
+      store.recordRequest(served(good, `ses_g${i}`, T0 + i * 1000 + 500));
+    }
+    for (let i = 0; i < 3; i++) ingest(store, stallTransition(`ses_b${i}`, T0 + 10_000 + i));
+  }
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "sg-breaker-"));
+    store = new Store(openDatabase(join(dir, "s.db")));
+    cfg = configSchema.parse({ breaker: { fallbacks: { "bad/": "fallback/m" } } }).breaker;
+    alerts = [];
+    now = T0 + 20_000;
+  });
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("trips exactly the model whose trees stall, with evidence and a critical alert", () => {
+    replay();
+    const svc = service();
+    const trips = svc.evaluate();
+    expect(trips.map((t) => t.model)).toEqual(["bad/m"]);
+    const t = trips[0];
+    expect(t).toMatchObject({
+      served_trees: 4,
+      stalled_trees: 3,
+      rate: 0.75,
+      others_served: 4,
+      others_stalled: 0,
+      fallback: "fallback/m",
+      window_ms: 60 * MIN,
+      min_sessions: 3,
+    });
+    expect(t?.evidence.map((e) => e.session_id)).toEqual(["ses_b0", "ses_b1", "ses_b2"]);
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]).toMatchObject({ severity: "critical", state: "trigger", source: "breaker" });
+    expect(svc.route("bad/m")).toEqual({ model: "fallback/m", header: "bad/m -> fallback/m" });
+    expect(svc.route("good/m")).toBeNull();
+    // A second evaluation while open records nothing new.
+    expect(svc.evaluate()).toEqual([]);
+    expect(new BreakerStore(store.db).trips()).toHaveLength(1);
+  });
+
+  it("does not trip on one hard task: several stuck sessions in one tree", () => {
+    for (let i = 0; i < 4; i++) {
+      store.recordRequest(served("bad/m", `ses_w${i}`, T0 + i, "ses_root"));
+      store.recordRequest(served("good/m", `ses_g${i}`, T0 + i));
+    }
+    for (let i = 1; i < 4; i++) store.recordRequest(served("bad/m", `ses_r${i}`, T0 + i));
+    for (let i = 0; i < 4; i++)
+      ingest(
+        store,
+        stallTransition(`ses_w${i}`, T0 + 10_000 + i, { root_id: "ses_root", parent_id: "ses_root" }),
+      );
+    const svc = service();
+    expect(svc.evaluate()).toEqual([]);
+    const bad = svc.view().models.find((m) => m.model === "bad/m");
+    expect(bad).toMatchObject({ phase: "closed", stalled_trees: 1 });
+  });
+
+  it("is advisory without a fallback: alert and record, traffic untouched", () => {
+    cfg = { ...cfg, fallbacks: {} };
+    replay();
+    const svc = service();
+    expect(svc.evaluate()[0]).toMatchObject({ model: "bad/m", fallback: null });
+    expect(alerts[0]?.summary).toContain("advisory");
+    expect(svc.route("bad/m")).toBeNull();
+    expect(svc.view().models.find((m) => m.model === "bad/m")?.phase).toBe("open");
+  });
+
+  it("half-opens after the cooldown, closes after a quiet probe, and backs off on a re-trip", () => {
+    replay();
+    const svc = service();
+    svc.evaluate();
+    now += 15 * MIN;
+    svc.tick();
+    expect(svc.view().models.find((m) => m.model === "bad/m")?.phase).toBe("half_open");
+    expect(svc.route("bad/m")).toBeNull();
+    // Old evidence alone does not re-trip a probing model.
+    expect(svc.evaluate()).toEqual([]);
+    // A stall during the probe does, with a doubled cooldown.
+    store.recordRequest(served("bad/m", "ses_b3", now - 100));
+    ingest(store, stallTransition("ses_b3", now));
+    now += 1;
+    const again = svc.evaluate();
+    expect(again).toHaveLength(1);
+    expect(again[0]).toMatchObject({ previous: "half_open", trips: 2, cooldown_ms: 30 * MIN });
+    now += 30 * MIN;
+    svc.tick();
+    now += 30 * MIN;
+    svc.tick();
+    expect(svc.view().models.find((m) => m.model === "bad/m")).toMatchObject({ phase: "closed", trips: 0 });
+    expect(alerts.map((a) => a.state)).toEqual(["trigger", "trigger", "resolve"]);
+  });
+
+  it("Resume closes at once; old evidence cannot re-trip; state survives a restart", () => {
+    replay();
+    let svc = service();
+    svc.evaluate();
+    // Restart: a new service on a new handle to the same file sees the open breaker.
+    store.close();
+    store = new Store(openDatabase(join(dir, "s.db")));
+    svc = service();
+    expect(svc.route("bad/m")?.model).toBe("fallback/m");
+    expect(svc.metrics()).toContain('stallguard_breaker_state{model="bad/m"} 2');
+    svc.resume("bad/m", "alice");
+    expect(svc.route("bad/m")).toBeNull();
+    ingest(store, stallTransition("ses_b0", now + 5, { verdict: "stalling", id: "p:ses_b0:again:1" }));
+    now += 10;
+    expect(svc.evaluate()).toEqual([]);
+    store.close();
+    store = new Store(openDatabase(join(dir, "s.db")));
+    const view = service().view();
+    expect(view.models.find((m) => m.model === "bad/m")).toMatchObject({
+      phase: "closed",
+      resumed_by: "alice",
+    });
+    expect(view.trips).toHaveLength(1);
+    expect(new BreakerStore(store.db).changes().map((c) => `${c.from_phase}>${c.to_phase}:${c.by}`)).toEqual([
+      "open>closed:alice",
+      "closed>open:breaker",
+    ]);
+  });
+
+  it("only counts requests inside each session's stall window (since its last landed change)", () => {
+    // bad/m served these sessions only before they landed; they then stalled on good/m.
+    for (let i = 0; i < 4; i++) {
+      store.recordRequest(served("bad/m", `ses_s${i}`, T0 + i));
+      store.recordRequest(served("good/m", `ses_s${i}`, T0 + 5000 + i));
+      store.recordRequest(served("other/m", `ses_o${i}`, T0 + i));
+    }
+    for (let i = 0; i < 3; i++)
+      ingest(store, stallTransition(`ses_s${i}`, T0 + 10_000 + i, { signals: signalsLanded(T0 + 2000) }));
+    const trips = service().evaluate();
+    expect(trips.map((t) => t.model)).toEqual(["good/m"]);
+  });
+
+  it("does nothing when disabled", () => {
+    cfg = { ...cfg, enabled: false };
+    replay();
+    expect(service().evaluate()).toEqual([]);
+  });
+});
+
+function signalsLanded(at: number) {
+  return { ...stallTransition("x", 0).signals, last_landed_at: at };
+}

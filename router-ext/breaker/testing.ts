@@ -1,0 +1,80 @@
+// Test helpers for the breaker: a real Store on a temp SQLite file and builders
+// for the gate's request records and the reporters' stall transitions.
+import type { Transition, WireSignals } from "../../shared/index.ts";
+import type { IngestOptions, Store } from "../db/store.ts";
+import type { RequestRecord } from "../gate/store.ts";
+
+export const signals = (over: Partial<WireSignals> = {}): WireSignals => ({
+  calls: 10,
+  landed: 0,
+  turns: 5,
+  turns_since_landed: 5,
+  calls_since_landed: 10,
+  usd_since_landed: 0.5,
+  usd_total: 0.5,
+  dup_share: 0.5,
+  ndup_share: 0.5,
+  fail_streak: 0,
+  context_tokens: 1000,
+  max_context_tokens: 1000,
+  novelty: 0.1,
+  injected_since_landed: 0,
+  flip_flops: 0,
+  compactions: 0,
+  read_only: false,
+  last_landed_at: null,
+  ...over,
+});
+
+/** A stall (or recovery) transition as the plugin reports it. */
+export function stallTransition(session: string, at: number, over: Partial<Transition> = {}): Transition {
+  const verdict = over.verdict ?? "looping";
+  return {
+    type: "transition",
+    id: `p:${session}:${at}:${verdict}`,
+    source: "plugin",
+    session_id: session,
+    parent_id: null,
+    root_id: session,
+    agent: "build",
+    verdict,
+    previous: "ok",
+    reason: "duplicates",
+    signals: signals(),
+    top_target: null,
+    top_target_count: 0,
+    report: "",
+    at,
+    plugin_version: "0.1.0",
+    ...over,
+  };
+}
+
+export function served(model: string, conversation: string, at: number, root = conversation): RequestRecord {
+  return {
+    conversation,
+    root_id: root,
+    agent: "build",
+    parent: null,
+    model,
+    status: 200,
+    prompt_tokens: 100,
+    completion_tokens: 10,
+    cached_tokens: 0,
+    cost_usd: null,
+    context_tokens: 100,
+    started_at: at,
+    duration_ms: 5,
+    refused: false,
+    plugin_version: null,
+  };
+}
+
+export const ingestOpts = (now: number): IngestOptions => ({
+  now,
+  stage: (t) => ({ stage: t.verdict === "ok" ? "none" : "warned", actions: [], treeState: "{}" }),
+});
+
+export function ingest(store: Store, t: Transition): void {
+  store.ingest([t], ingestOpts(t.at));
+}

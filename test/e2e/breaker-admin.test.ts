@@ -1,0 +1,163 @@
+// The admin page's "Model breaker" section in real headless Chromium against the
+// real server: a model tripped by gate traffic plus looping verdicts shows up
+// with its trip and evidence (sessions, verdicts, rates, window); the breaker
+// knobs have controls, the fallbacks record is edited on the page and the gate
+// then routes to the fallback; Resume closes the breaker.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stallTransition } from "../../router-ext/breaker/testing.ts";
+import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
+const TOKEN = "breaker-admin-e2e-token-0123";
+const LOOPY = "lab/loopy";
+const STEADY = "lab/steady";
+
+// biome-ignore lint/suspicious/noExplicitAny: raw API JSON
+type Json = any;
+
+describe("admin page: model breaker (real Chromium, real server)", () => {
+  let srv: RunningServer;
+  let model: ModelServer;
+  let tmp: string;
+  let context: BrowserContext;
+  const problems: string[] = [];
+
+  const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
+    const res = await fetch(`${srv.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: body === undefined ? null : JSON.stringify(body),
+    });
+    expect(res.status, `${method} ${path}`).toBe(200);
+    return res.json();
+  };
+
+  const chat = async (m: string, session: string) => {
+    const res = await fetch(`${srv.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-router-conversation": session },
+      body: JSON.stringify({ model: m, messages: [{ role: "user", content: "go" }] }),
+    });
+    await res.text();
+    expect(res.status).toBe(200);
+    return res.headers.get("x-stallguard-breaker");
+  };
+
+  const openPage = async (): Promise<Page> => {
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+    page.on("console", (m) => {
+      if (/Content Security Policy|Trusted Type/i.test(m.text())) problems.push(`csp: ${m.text()}`);
+    });
+    await page.goto(`${srv.url}/admin#token=${TOKEN}`);
+    return page;
+  };
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "stallguard-breaker-admin-"));
+    const localConfig = join(tmp, "config.local.yaml");
+    writeFileSync(localConfig, "watchdog:\n  enabled: false\n");
+    model = await startModelServer({ script: () => ({ kind: "text", text: "ok" }) });
+    srv = await startServer({
+      port: 0,
+      host: "127.0.0.1",
+      upstream: model.url,
+      dbPath: join(tmp, "stallguard.db"),
+      configPath: localConfig,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
+      watchdog: false,
+      log: () => {},
+    });
+    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1600, height: 1000 },
+    });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await srv?.close();
+    await model?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it("shows the trip with its evidence, edits the fallbacks knob, and Resume closes it", async () => {
+    // Four trees on each model; three of lab/loopy's loop. No fallback yet: advisory.
+    for (let i = 0; i < 4; i++) {
+      await chat(LOOPY, `ses_ba_l${i}`);
+      await chat(STEADY, `ses_ba_s${i}`);
+    }
+    for (let i = 0; i < 3; i++) await api("POST", "/progress", stallTransition(`ses_ba_l${i}`, Date.now()));
+    const state: Json = await api("GET", "/api/breaker");
+    expect(state.trips).toHaveLength(1);
+    expect(state.trips[0]).toMatchObject({ model: LOOPY, fallback: null, stalled_trees: 3, served_trees: 4 });
+
+    const page = await openPage();
+    const section = page.locator("section#breaker");
+    const row = section.locator(`tr[data-model="${LOOPY}"]`);
+    await row.waitFor();
+    expect(await section.locator("h2").textContent()).toBe("Model breaker");
+    expect(await row.getAttribute("data-phase")).toBe("open");
+    expect(await section.locator(`tr[data-model="${STEADY}"]`).getAttribute("data-phase")).toBe("closed");
+    const trip = section.locator(`tr[data-trip-model="${LOOPY}"]`);
+    expect(await trip.count()).toBe(1);
+    expect(await trip.locator('[data-field="trees"]').textContent()).toBe("3/4");
+    expect(await trip.locator('[data-field="rate"]').textContent()).toBe("0.75");
+    expect(await trip.locator('[data-field="window"]').textContent()).toBe("1h, min 3, ratio 3");
+    expect(await trip.textContent()).toContain("none (advisory)");
+    const evidence = trip.locator("li[data-evidence-session]");
+    expect(
+      (await evidence.evaluateAll((els) => els.map((e) => e.getAttribute("data-evidence-session")))).sort(),
+    ).toEqual(["ses_ba_l0", "ses_ba_l1", "ses_ba_l2"]);
+    expect(await evidence.first().textContent()).toContain("looping");
+    // Advisory: the gate leaves lab/loopy's traffic alone.
+    expect(await chat(LOOPY, "ses_ba_probe")).toBeNull();
+
+    // The breaker knobs have controls; the fallbacks record is edited as JSON.
+    for (const k of ["min_sessions", "window", "rate_ratio", "cooldown", "fallbacks"])
+      await page.locator(`[data-knob="breaker.${k}"]`).waitFor();
+    const fallbacks = page.locator('[data-knob="breaker.fallbacks"] textarea');
+    await fallbacks.fill(JSON.stringify({ "lab/": "lab/fallback" }));
+    await fallbacks.press("Tab");
+    await expect
+      .poll(() => page.locator('[data-knob="breaker.fallbacks"] .knob-status').textContent())
+      .toBe("saved");
+    const before = model.requests.length;
+    expect(await chat(LOOPY, "ses_ba_routed")).toBe(`${LOOPY} -> lab/fallback`);
+    expect(model.requests[before]?.body.model).toBe("lab/fallback");
+    await expect.poll(() => row.locator("td").nth(3).textContent(), { timeout: 10_000 }).toBe("lab/fallback");
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await section.screenshot({ path: join(ARTIFACTS, "admin-breaker.png") });
+
+    await row.locator('button[data-action="breaker-resume"]').click();
+    await section.locator(`tr[data-model="${LOOPY}"][data-phase="closed"]`).waitFor();
+    const after: Json = await api("GET", "/api/breaker");
+    expect(after.models.find((m: Json) => m.model === LOOPY)).toMatchObject({
+      phase: "closed",
+      resumed_by: "admin",
+    });
+    expect(await chat(LOOPY, "ses_ba_after")).toBeNull();
+    // The trip stays on record for review.
+    expect(await section.locator(`tr[data-trip-model="${LOOPY}"]`).count()).toBe(1);
+    await page.close();
+    expect(problems).toEqual([]);
+  });
+});
