@@ -38,4 +38,10 @@ CREATE TABLE refused_conversations (
 ) STRICT;
 `,
   },
+  {
+    version: 5,
+    name: "sessions_cannot_act",
+    // Why the mode could not act on the session's last detection (no live plugin), or NULL.
+    sql: "ALTER TABLE sessions ADD COLUMN cannot_act TEXT;",
+  },
 ];

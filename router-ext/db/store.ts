@@ -45,6 +45,8 @@ export interface SessionView {
   stopped_at: number | null;
   /** Where turns and $ since landed come from: the gate's request records, or the reporter's numbers. */
   spend_source: "gate" | "reporter";
+  /** Why the configured mode could not act on this session's last detection, or null. */
+  cannot_act: string | null;
 }
 
 export interface EventView {
@@ -90,7 +92,14 @@ export interface KnobOverride {
 export type StageFn = (
   t: Transition,
   ctx: { treeState: string | null; pluginSeenAt: number | null; currentStage: string },
-) => { stage: string; actions: readonly unknown[]; treeState: string; effects?: ModeEffects };
+) => {
+  stage: string;
+  actions: readonly unknown[];
+  treeState: string;
+  effects?: ModeEffects;
+  /** Why the mode could not act (no live plugin); null or absent when it could. */
+  cannotAct?: string | null;
+};
 
 export interface FreshTransition {
   transition: Transition;
@@ -137,6 +146,7 @@ interface SessionDbRow {
   worst: Verdict;
   flags: number;
   stage: string;
+  cannot_act: string | null;
   reason: string | null;
   report: string | null;
   verdict_at: number | null;
@@ -191,6 +201,7 @@ function prepareAll(db: Database.Database) {
          top_target = @top_target, top_target_count = @top_target_count, source = @source, stage = @stage
        WHERE session_id = @session_id`,
     ),
+    setCannotAct: db.prepare("UPDATE sessions SET cannot_act = ? WHERE session_id = ?"),
     bumpFlags: db.prepare(
       "UPDATE sessions SET worst = @worst, flags = flags + @flag, last_seen_at = MAX(last_seen_at, @now) WHERE session_id = @session_id",
     ),
@@ -424,7 +435,7 @@ export class Store implements GateStore {
       flag: flagged ? 1 : 0,
       now: opts.now,
     });
-    const { stage, actions, treeState, effects } = opts.stage(t, {
+    const { stage, actions, treeState, effects, cannotAct } = opts.stage(t, {
       treeState: this.q.getTreeMode.get(row.root_id)?.state ?? null,
       pluginSeenAt: row.plugin_seen_at,
       currentStage: row.stage,
@@ -446,6 +457,7 @@ export class Store implements GateStore {
         source: t.source,
         stage,
       });
+      this.q.setCannotAct.run(cannotAct ?? null, t.session_id);
     }
     this.q.applyStats.run({
       session_id: t.session_id,
@@ -676,6 +688,7 @@ export class Store implements GateStore {
         stopped_by: sessStopped ? r.sess_by : treeStopped ? r.tree_by : null,
         stopped_at: sessStopped ? r.sess_at : treeStopped ? r.tree_at : null,
         spend_source: gate ? "gate" : "reporter",
+        cannot_act: r.cannot_act ?? null,
       };
     });
   }

@@ -336,6 +336,7 @@ export function ingest(deps: Pick<AppDeps, "store" | "config">, messages: Progre
         actions: out.actions,
         treeState: JSON.stringify(out.treeState),
         effects: effectsOf(out.actions, t, out.treeState.stage),
+        cannotAct: out.cannotAct,
       };
     },
   });

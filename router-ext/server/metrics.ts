@@ -66,6 +66,18 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
     [{}, s.stoppedSessions],
   ]);
   t.metric("stallguard_refusals_total", "counter", "Requests the gate refused.", [[{}, c("refusals_total")]]);
+  t.metric(
+    "stallguard_refused_conversations_total",
+    "counter",
+    "Conversations refused (once per conversation and refusal, however often the client retries).",
+    [[{}, c("refused_conversations_total")]],
+  );
+  t.metric(
+    "stallguard_directive_results_total",
+    "counter",
+    "Recovery directives the plugin reported done, by outcome.",
+    (["ok", "failed"] as const).map((outcome) => [{ outcome }, c(`directive_results_total:${outcome}`)]),
+  );
   t.metric("stallguard_progress_messages_total", "counter", "POST /progress messages accepted.", [
     [{}, c("progress_messages_total")],
   ]);

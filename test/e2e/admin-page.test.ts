@@ -9,8 +9,8 @@ import { fileURLToPath } from "node:url";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
-import type { Transition, WireSignals } from "../../shared/index.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { signals, transition } from "../helpers/wire-fixtures.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const TOKEN = "admin-e2e-token-0123456789";
@@ -18,60 +18,6 @@ const ROOT = "ses_admin_root";
 const CHILD = "ses_admin_child";
 const OTHER = "ses_admin_other";
 const TARGET = "read src/nav/navbar.ts";
-
-function signals(over: Partial<WireSignals> = {}): WireSignals {
-  return {
-    calls: 40,
-    landed: 0,
-    turns: 12,
-    turns_since_landed: 12,
-    calls_since_landed: 40,
-    usd_since_landed: 0.42,
-    usd_total: 0.42,
-    dup_share: 0.6,
-    ndup_share: 0.6,
-    fail_streak: 0,
-    context_tokens: 81_234,
-    max_context_tokens: 81_234,
-    novelty: 0.1,
-    injected_since_landed: 0,
-    flip_flops: 0,
-    compactions: 0,
-    read_only: false,
-    last_landed_at: null,
-    ...over,
-  };
-}
-
-function transition(
-  session: string,
-  parent: string | null,
-  agent: string,
-  previous: Transition["verdict"],
-  verdict: Transition["verdict"],
-  at: number,
-  over: Partial<Transition> = {},
-): Transition {
-  return {
-    type: "transition",
-    id: `p:${session}:${at}:${previous[0]}${verdict[0]}`,
-    source: "plugin",
-    session_id: session,
-    parent_id: parent,
-    root_id: ROOT,
-    agent,
-    verdict,
-    previous,
-    reason: verdict === "ok" ? null : "repeat_target",
-    signals: signals(),
-    top_target: null,
-    top_target_count: 0,
-    report: "",
-    at,
-    plugin_version: "0.1.0",
-    ...over,
-  };
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
 type Json = any;

@@ -34,6 +34,8 @@ export const sessionRowSchema = z.object({
   stopped_at: time,
   /** Where turns and $ since landed come from: the gate's request records or the reporter. */
   spend_source: str,
+  /** Why the configured mode could not act on the last detection (no live plugin). */
+  cannot_act: str,
 });
 export type SessionRow = z.infer<typeof sessionRowSchema>;
 

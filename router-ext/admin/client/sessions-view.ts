@@ -133,7 +133,13 @@ function sessionRows(
         idCell,
         h("td", {}, r.agent ?? "-"),
         verdictCell(r),
-        h("td", {}, r.stage ?? "-"),
+        r.cannot_act
+          ? h(
+              "td",
+              { class: "warn", "data-cannot-act": r.cannot_act, title: r.cannot_act },
+              `${r.stage ?? "-"}, cannot act: ${r.cannot_act}`,
+            )
+          : h("td", {}, r.stage ?? "-"),
         h("td", { class: "num", title: spendTitle(r) }, fmtInt(r.turns_since_landed)),
         h("td", { class: "num", title: spendTitle(r) }, fmtUsd(r.usd_since_landed)),
         h("td", { class: "num" }, fmtInt(r.context_tokens)),

@@ -1,0 +1,155 @@
+// auto_recover as the admin sees it, in real headless Chromium against the real
+// server and gate: a session the mode cannot act on (no live plugin: only the
+// watchdog saw it) is marked so in the Sessions readout; a hard stop
+// (max_recoveries reached) refuses the whole tree at the gate, counted once
+// per conversation however often the client retries, until Resume is clicked
+// in the page; then the gate lets the tree through again.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type BrowserContext, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { transition } from "../helpers/wire-fixtures.ts";
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
+const TOKEN = "admin-modes-token-0123456789";
+const ROOT = "ses_modes_root";
+const WORKER = "ses_modes_worker";
+const UNWATCHED = "ses_modes_nopl";
+
+// biome-ignore lint/suspicious/noExplicitAny: raw API JSON
+type Json = any;
+
+describe("auto_recover in the admin page (real Chromium, real gate)", () => {
+  let srv: RunningServer;
+  let model: ModelServer;
+  let tmp: string;
+  let context: BrowserContext;
+  const problems: string[] = [];
+
+  const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
+    const res = await fetch(`${srv.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: body === undefined ? null : JSON.stringify(body),
+    });
+    expect(res.status, `${method} ${path}`).toBe(200);
+    return res.json();
+  };
+  const chat = async (session: string, parent: string | null) => {
+    const res = await fetch(`${srv.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-router-conversation": session,
+        ...(parent ? { "x-router-parent": parent } : {}),
+      },
+      body: JSON.stringify({ model: "scripted", messages: [{ role: "user", content: "go" }] }),
+    });
+    return { status: res.status, body: (await res.json()) as Json };
+  };
+  const counter = async (name: string) =>
+    Number(new RegExp(`^${name} (\\d+)$`, "m").exec(await (await fetch(`${srv.url}/metrics`)).text())?.[1]);
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "stallguard-admin-modes-"));
+    const localConfig = join(tmp, "config.local.yaml");
+    writeFileSync(localConfig, "watchdog:\n  enabled: false\nprogress:\n  mode: auto_recover\n");
+    model = await startModelServer({ script: () => ({ kind: "text", text: "running again" }) });
+    srv = await startServer({
+      port: 0,
+      host: "127.0.0.1",
+      upstream: model.url,
+      dbPath: join(tmp, "stallguard.db"),
+      configPath: localConfig,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
+      watchdog: false,
+      log: () => {},
+    });
+    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+      ],
+      viewport: { width: 1400, height: 1000 },
+    });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await srv?.close();
+    await model?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it("marks what the mode cannot act on; a hard stop holds the tree until Resume is clicked", async () => {
+    const t0 = Date.now() - 60_000;
+    // Only the watchdog saw this session: auto_recover cannot abort or compact it.
+    await api(
+      "POST",
+      "/progress",
+      transition(UNWATCHED, null, "build", "ok", "looping", t0, { source: "watchdog", id: `w:${UNWATCHED}` }),
+    );
+    // The owner's cap is reached at once (max_recoveries 0): the next detection is the hard stop.
+    await api("PUT", "/api/knobs", { path: "progress.max_recoveries", value: 0 });
+    const seeded = await api(
+      "POST",
+      "/progress",
+      transition(WORKER, ROOT, "sisyphus-junior", "ok", "looping", t0 + 1000, {
+        top_target: "read src/app.ts",
+        top_target_count: 30,
+      }),
+    );
+    expect(seeded.accepted).toBe(1);
+    expect(seeded.directives).toEqual([]); // nothing restarts a hard-stopped tree
+
+    const rows: Json = await api("GET", "/api/sessions");
+    const unwatched = rows.sessions.find((r: Json) => r.session_id === UNWATCHED);
+    expect(unwatched.cannot_act).toBe("auto_recover needs a live plugin to abort and compact");
+    const worker = rows.sessions.find((r: Json) => r.session_id === WORKER);
+    expect(worker).toMatchObject({
+      stage: "stopped",
+      refused: true,
+      stopped_by: "stallguard",
+      cannot_act: null,
+    });
+
+    // The whole tree is refused: the worker and its root, retries counted once per conversation.
+    const before = await counter("stallguard_refused_conversations_total");
+    for (let i = 0; i < 3; i++) expect((await chat(WORKER, ROOT)).status).toBe(403);
+    expect((await chat(ROOT, null)).status).toBe(403);
+    expect(model.requests).toHaveLength(0);
+    expect(await counter("stallguard_refused_conversations_total")).toBe(before + 2);
+
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+    await page.goto(`${srv.url}/admin#token=${TOKEN}`);
+    const cell = page.locator(`tr[data-session="${UNWATCHED}"] td[data-cannot-act]`);
+    await cell.waitFor();
+    expect(await cell.textContent()).toContain("cannot act: auto_recover needs a live plugin");
+    const tree = page.locator(`tbody[data-root="${ROOT}"]`);
+    await tree.locator('[data-state="stopped"]').waitFor();
+    expect(await tree.locator(`tr[data-session="${WORKER}"]`).getAttribute("data-verdict")).toBe("looping");
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, "admin-hard-stop.png") });
+
+    await tree.locator("button.resume").click();
+    await tree.locator('[data-state="running"]').waitFor();
+    const again = await chat(WORKER, ROOT);
+    expect(again.status).toBe(200);
+    expect(again.body.choices[0].message.content).toBe("running again");
+    expect(model.requests).toHaveLength(1);
+    await page.screenshot({ path: join(ARTIFACTS, "admin-hard-stop-resumed.png") });
+    await page.close();
+    expect(problems).toEqual([]);
+  });
+});
