@@ -4,7 +4,7 @@ import { diffChange, editChange, writeChange } from "./change.ts";
 import { coarsePath } from "./coarse-path.ts";
 import { configSchema } from "./config.ts";
 import { policyFromConfig } from "./policy.ts";
-import { replay } from "./replay.ts";
+import { replay, treesOf } from "./replay.ts";
 import { evaluateCandidate, grid, median, sweep } from "./sweep.ts";
 import { TopK } from "./top-k.ts";
 
@@ -192,6 +192,32 @@ describe("replay and sweep", () => {
     expect(a?.timeline[0]?.verdict).toBe("ok");
     expect(b).toMatchObject({ id: "fine", calls: 12, landed: 4, worst: "ok", first_flag_call: null });
     expect(b?.usd).toBeCloseTo(0.12, 6);
+  });
+
+  it("treesOf groups by root (a missing parent makes a root; a parent cycle terminates), in input order", () => {
+    const s = (id: string, parentId: string | null) => ({ id, parentId });
+    const groups = treesOf([
+      s("a", null),
+      s("b", "x"), // parent not loaded: a root of its own
+      s("a1", "a"),
+      s("a11", "a1"),
+      s("c1", "c2"),
+      s("c2", "c1"), // a cycle: still one group, no hang
+    ]);
+    expect(groups.map((g) => g.map((x) => x.id))).toEqual([["a", "a1", "a11"], ["b"], ["c1", "c2"]]);
+  });
+
+  it("replaying trees together or one by one gives the same results, in input order", () => {
+    const child = { ...stuck, id: "child", parentId: "fine" };
+    const together = replay([stuck, fine, child], policy, { timeline: true });
+    expect(together.map((r) => r.id)).toEqual(["stuck", "fine", "child"]);
+    const alone = [
+      ...replay([stuck], policy, { timeline: true }),
+      ...replay([fine, child], policy, { timeline: true }),
+    ];
+    expect(together).toEqual([alone[0], alone[1], alone[2]]);
+    // The child is judged inside its parent's tree: its looping reads do not land anything for it.
+    expect(together[2]).toMatchObject({ id: "child", worst: "stalling" });
   });
 
   it("sweep picks the safe candidate that catches the most loops", () => {

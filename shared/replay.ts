@@ -3,7 +3,7 @@
 import { observationsFromMessages, type StoredMessage } from "./adapters/stored.ts";
 import { SessionForest } from "./forest.ts";
 import type { Policy } from "./policy.ts";
-import { type FlagReason, VERDICT_RANK, type Verdict } from "./types.ts";
+import { type FlagReason, type Observation, VERDICT_RANK, type Verdict } from "./types.ts";
 
 export interface ReplaySession {
   id: string;
@@ -43,15 +43,46 @@ export interface ReplayResult {
   timeline: TimelineTick[];
 }
 
-/** All observations of all sessions, merged by time so children roll up into parents in order. */
-function mergedObservations(sessions: readonly ReplaySession[], policy: Policy) {
+/**
+ * Sessions grouped into trees (a session whose parent is not in the set is a
+ * root), each tree in the input's order. Trees never affect each other's
+ * verdicts (roll-up runs along parent links only), so each is replayed on its
+ * own forest: the live state stays one tree's, not the whole history's.
+ */
+export function treesOf<S extends { id: string; parentId: string | null }>(sessions: readonly S[]): S[][] {
+  const byId = new Map(sessions.map((s) => [s.id, s]));
+  const rootOf = (s: S): string => {
+    const path = [s.id];
+    let cur = s;
+    for (;;) {
+      const up = cur.parentId === null ? undefined : byId.get(cur.parentId);
+      if (!up) return cur.id;
+      const at = path.indexOf(up.id);
+      // A parent cycle (bad data): its smallest id is the root, whoever walks into it.
+      if (at >= 0) return path.slice(at).sort()[0] as string;
+      path.push(up.id);
+      cur = up;
+    }
+  };
+  const groups = new Map<string, S[]>();
+  for (const s of sessions) {
+    const r = rootOf(s);
+    const g = groups.get(r);
+    if (g) g.push(s);
+    else groups.set(r, [s]);
+  }
+  return [...groups.values()];
+}
+
+/** The sessions' observations merged by time, so children roll up into parents in order. */
+export function mergedObservations(sessions: readonly ReplaySession[], policy: Policy): Observation[] {
   const all = sessions.flatMap((s, si) =>
     observationsFromMessages({ id: s.id, parentId: s.parentId, directory: s.directory ?? null }, s.messages, {
       testPatterns: policy.testPatterns,
       continuationMarkers: policy.continuationMarkers,
     }).map((obs, i) => ({ obs, si, i })),
   );
-  const timeOf = (o: (typeof all)[number]["obs"]) => (o.kind === "tool" ? o.call.time : o.time);
+  const timeOf = (o: Observation) => (o.kind === "tool" ? o.call.time : o.time);
   all.sort((a, b) => timeOf(a.obs) - timeOf(b.obs) || a.si - b.si || a.i - b.i);
   return all.map((x) => x.obs);
 }
@@ -61,19 +92,32 @@ export function replay(
   policy: Policy,
   opts: { timeline?: boolean } = {},
 ): ReplayResult[] {
+  const results = new Map<string, ReplayResult>();
+  for (const tree of treesOf(sessions)) {
+    for (const r of replayTree(tree, policy, opts)) results.set(r.id, r);
+  }
+  return sessions.map((s) => results.get(s.id) as ReplayResult);
+}
+
+interface Acc {
+  calls: number;
+  landed: number;
+  worst: Verdict;
+  firstFlag: number | null;
+  firstLoop: number | null;
+  reason: FlagReason | null;
+  fps: Set<string>;
+  targets: Map<string, number>;
+  timeline: TimelineTick[];
+}
+
+function replayTree(
+  sessions: readonly ReplaySession[],
+  policy: Policy,
+  opts: { timeline?: boolean },
+): ReplayResult[] {
   const forest = new SessionForest(policy, { maxSessions: Math.max(10_000, sessions.length * 2) });
   for (const s of sessions) forest.setParent(s.id, s.parentId);
-  interface Acc {
-    calls: number;
-    landed: number;
-    worst: Verdict;
-    firstFlag: number | null;
-    firstLoop: number | null;
-    reason: FlagReason | null;
-    fps: Set<string>;
-    targets: Map<string, number>;
-    timeline: TimelineTick[];
-  }
   const acc = new Map<string, Acc>();
   const get = (id: string): Acc => {
     let a = acc.get(id);

@@ -1,30 +1,11 @@
 // Test helpers for the breaker: a real Store on a temp SQLite file and builders
 // for the gate's request records and the reporters' stall transitions.
-import type { Transition, WireSignals } from "../../shared/index.ts";
+import type { Transition } from "../../shared/index.ts";
+import { quietSignals } from "../../test/helpers/wire-fixtures.ts";
 import type { IngestOptions, Store } from "../db/store.ts";
 import type { RequestRecord } from "../gate/store.ts";
 
-export const signals = (over: Partial<WireSignals> = {}): WireSignals => ({
-  calls: 10,
-  landed: 0,
-  turns: 5,
-  turns_since_landed: 5,
-  calls_since_landed: 10,
-  usd_since_landed: 0.5,
-  usd_total: 0.5,
-  dup_share: 0.5,
-  ndup_share: 0.5,
-  fail_streak: 0,
-  context_tokens: 1000,
-  max_context_tokens: 1000,
-  novelty: 0.1,
-  injected_since_landed: 0,
-  flip_flops: 0,
-  compactions: 0,
-  read_only: false,
-  last_landed_at: null,
-  ...over,
-});
+export const signals = quietSignals;
 
 /** A stall (or recovery) transition as the plugin reports it. */
 export function stallTransition(session: string, at: number, over: Partial<Transition> = {}): Transition {

@@ -5,37 +5,36 @@
 import {
   type Label,
   median,
+  mergedObservations,
   type Observation,
-  observationsFromMessages,
   type Policy,
   parseConfig,
   type ReplaySession,
   SessionForest,
   type SweepRow,
   type Thresholds,
+  treesOf,
   VERDICT_RANK,
   type Verdict,
 } from "../../shared/index.ts";
 
 export interface Prepared {
   sessions: ReadonlyArray<{ id: string; parentId: string | null }>;
-  /** All sessions' observations merged by time, the order replay() uses. */
-  observations: Observation[];
+  /** Per tree: its sessions and their observations merged by time, as replay() runs them. */
+  trees: ReadonlyArray<{
+    sessions: ReadonlyArray<{ id: string; parentId: string | null }>;
+    observations: Observation[];
+  }>;
 }
 
-/** Same conversion and merge order as shared/replay.ts. */
+/** Same trees, conversion and merge order as shared/replay.ts (its own exports). */
 export function prepare(sessions: readonly ReplaySession[], policy: Policy): Prepared {
-  const all = sessions.flatMap((s, si) =>
-    observationsFromMessages({ id: s.id, parentId: s.parentId, directory: s.directory ?? null }, s.messages, {
-      testPatterns: policy.testPatterns,
-      continuationMarkers: policy.continuationMarkers,
-    }).map((obs, i) => ({ obs, si, i })),
-  );
-  const timeOf = (o: Observation) => (o.kind === "tool" ? o.call.time : o.time);
-  all.sort((a, b) => timeOf(a.obs) - timeOf(b.obs) || a.si - b.si || a.i - b.i);
   return {
     sessions: sessions.map((s) => ({ id: s.id, parentId: s.parentId })),
-    observations: all.map((x) => x.obs),
+    trees: treesOf(sessions).map((tree) => ({
+      sessions: tree.map((s) => ({ id: s.id, parentId: s.parentId })),
+      observations: mergedObservations(tree, policy),
+    })),
   };
 }
 
@@ -47,10 +46,6 @@ export interface Outcome {
 
 /** Replays prepared observations under `thresholds`: per session, the worst verdict and the first flag. */
 export function outcomes(prepared: Prepared, policy: Policy, thresholds: Thresholds): Map<string, Outcome> {
-  const forest = new SessionForest(
-    { ...policy, thresholds },
-    { maxSessions: Math.max(10_000, prepared.sessions.length * 2) },
-  );
   const out = new Map<string, Outcome>();
   const get = (id: string): Outcome => {
     let o = out.get(id);
@@ -60,17 +55,23 @@ export function outcomes(prepared: Prepared, policy: Policy, thresholds: Thresho
     }
     return o;
   };
-  for (const s of prepared.sessions) {
-    forest.setParent(s.id, s.parentId);
-    get(s.id);
-  }
-  for (const obs of prepared.observations) {
-    const { event, changes } = forest.observe(obs);
-    if (event) get(event.sessionId).calls++;
-    for (const c of changes) {
-      const o = get(c.sessionId);
-      if (VERDICT_RANK[c.verdict] > VERDICT_RANK[o.worst]) o.worst = c.verdict;
-      if (c.verdict !== "ok" && o.firstFlag === null) o.firstFlag = Math.max(o.calls, 1);
+  for (const tree of prepared.trees) {
+    const forest = new SessionForest(
+      { ...policy, thresholds },
+      { maxSessions: Math.max(10_000, tree.sessions.length * 2) },
+    );
+    for (const s of tree.sessions) {
+      forest.setParent(s.id, s.parentId);
+      get(s.id);
+    }
+    for (const obs of tree.observations) {
+      const { event, changes } = forest.observe(obs);
+      if (event) get(event.sessionId).calls++;
+      for (const c of changes) {
+        const o = get(c.sessionId);
+        if (VERDICT_RANK[c.verdict] > VERDICT_RANK[o.worst]) o.worst = c.verdict;
+        if (c.verdict !== "ok" && o.firstFlag === null) o.firstFlag = Math.max(o.calls, 1);
+      }
     }
   }
   return out;

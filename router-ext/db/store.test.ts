@@ -2,33 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Heartbeat, Transition, WireSignals } from "../../shared/index.ts";
+import type { Heartbeat, Transition } from "../../shared/index.ts";
+import { quietSignals } from "../../test/helpers/wire-fixtures.ts";
 import type { RequestRecord } from "../gate/store.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./migrations.ts";
 import { openDatabase } from "./open.ts";
 import { type IngestOptions, Store } from "./store.ts";
 
-const signals = (over: Partial<WireSignals> = {}): WireSignals => ({
-  calls: 10,
-  landed: 0,
-  turns: 5,
-  turns_since_landed: 5,
-  calls_since_landed: 10,
-  usd_since_landed: 0.5,
-  usd_total: 0.5,
-  dup_share: 0.5,
-  ndup_share: 0.5,
-  fail_streak: 0,
-  context_tokens: 1000,
-  max_context_tokens: 1000,
-  novelty: 0.1,
-  injected_since_landed: 0,
-  flip_flops: 0,
-  compactions: 0,
-  read_only: false,
-  last_landed_at: null,
-  ...over,
-});
+const signals = quietSignals;
 
 function transition(over: Partial<Transition> = {}): Transition {
   return {

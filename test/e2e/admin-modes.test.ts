@@ -4,14 +4,12 @@
 // (max_recoveries reached) refuses the whole tree at the gate, counted once
 // per conversation however often the client retries, until Resume is clicked
 // in the page; then the gate lets the tree through again.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
-import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { type AdminEnv, startAdminEnv } from "../helpers/admin-browser.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
@@ -24,14 +22,12 @@ const UNWATCHED = "ses_modes_nopl";
 type Json = any;
 
 describe("auto_recover in the admin page (real Chromium, real gate)", () => {
-  let srv: RunningServer;
-  let model: ModelServer;
+  let env: AdminEnv;
   let tmp: string;
-  let context: BrowserContext;
-  const problems: string[] = [];
+  const srv = () => env.srv;
 
   const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
-    const res = await fetch(`${srv.url}${path}`, {
+    const res = await fetch(`${srv().url}${path}`, {
       method,
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
       body: body === undefined ? null : JSON.stringify(body),
@@ -40,7 +36,7 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
     return res.json();
   };
   const chat = async (session: string, parent: string | null) => {
-    const res = await fetch(`${srv.url}/v1/chat/completions`, {
+    const res = await fetch(`${srv().url}/v1/chat/completions`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -52,41 +48,20 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
     return { status: res.status, body: (await res.json()) as Json };
   };
   const counter = async (name: string) =>
-    Number(new RegExp(`^${name} (\\d+)$`, "m").exec(await (await fetch(`${srv.url}/metrics`)).text())?.[1]);
+    Number(new RegExp(`^${name} (\\d+)$`, "m").exec(await (await fetch(`${srv().url}/metrics`)).text())?.[1]);
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "stallguard-admin-modes-"));
-    const localConfig = join(tmp, "config.local.yaml");
-    writeFileSync(localConfig, "watchdog:\n  enabled: false\nprogress:\n  mode: auto_recover\n");
-    model = await startModelServer({ script: () => ({ kind: "text", text: "running again" }) });
-    srv = await startServer({
-      port: 0,
-      host: "127.0.0.1",
-      upstream: model.url,
-      dbPath: join(tmp, "stallguard.db"),
-      configPath: localConfig,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
-      watchdog: false,
-      log: () => {},
-    });
-    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
-      executablePath: "/usr/bin/chromium",
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-      ],
-      viewport: { width: 1400, height: 1000 },
+    env = await startAdminEnv({
+      tmp,
+      token: TOKEN,
+      localYaml: "watchdog:\n  enabled: false\nprogress:\n  mode: auto_recover\n",
+      reply: "running again",
     });
   });
 
   afterAll(async () => {
-    await context?.close();
-    await srv?.close();
-    await model?.close();
+    await env?.close();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -126,13 +101,10 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
     const before = await counter("stallguard_refused_conversations_total");
     for (let i = 0; i < 3; i++) expect((await chat(WORKER, ROOT)).status).toBe(403);
     expect((await chat(ROOT, null)).status).toBe(403);
-    expect(model.requests).toHaveLength(0);
+    expect(env.model.requests).toHaveLength(0);
     expect(await counter("stallguard_refused_conversations_total")).toBe(before + 2);
 
-    const page = await context.newPage();
-    page.setDefaultTimeout(20_000);
-    page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-    await page.goto(`${srv.url}/admin#token=${TOKEN}`);
+    const page = await env.openPage(`#token=${TOKEN}`);
     const cell = page.locator(`tr[data-session="${UNWATCHED}"] td[data-cannot-act]`);
     await cell.waitFor();
     expect(await cell.textContent()).toContain("cannot act: auto_recover needs a live plugin");
@@ -147,9 +119,9 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
     const again = await chat(WORKER, ROOT);
     expect(again.status).toBe(200);
     expect(again.body.choices[0].message.content).toBe("running again");
-    expect(model.requests).toHaveLength(1);
+    expect(env.model.requests).toHaveLength(1);
     await page.screenshot({ path: join(ARTIFACTS, "admin-hard-stop-resumed.png") });
     await page.close();
-    expect(problems).toEqual([]);
+    expect(env.problems).toEqual([]);
   });
 });

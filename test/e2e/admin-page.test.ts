@@ -2,14 +2,12 @@
 // looping tree shows up with its verdict and top target, Resume lifts the
 // admin Stop (checked through the API and at the gate), the token survives in IndexedDB, a bad
 // token gets a clear 401, and a knob edit round-trips through PUT /api/knobs.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
-import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { type AdminEnv, startAdminEnv } from "../helpers/admin-browser.ts";
 import { signals, transition } from "../helpers/wire-fixtures.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
@@ -23,14 +21,12 @@ const TARGET = "read src/nav/navbar.ts";
 type Json = any;
 
 describe("admin page (real Chromium, real server)", () => {
-  let srv: RunningServer;
-  let model: ModelServer;
+  let env: AdminEnv;
   let tmp: string;
-  let context: BrowserContext;
-  const problems: string[] = [];
+  const srv = () => env.srv;
 
   const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
-    const res = await fetch(`${srv.url}${path}`, {
+    const res = await fetch(`${srv().url}${path}`, {
       method,
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
       body: body === undefined ? null : JSON.stringify(body),
@@ -41,7 +37,7 @@ describe("admin page (real Chromium, real server)", () => {
 
   /** One chat request through the gate, as the child session's opencode would send it. */
   const chatAsChild = async () => {
-    const res = await fetch(`${srv.url}/v1/chat/completions`, {
+    const res = await fetch(`${srv().url}/v1/chat/completions`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -53,53 +49,18 @@ describe("admin page (real Chromium, real server)", () => {
     return { status: res.status, body: (await res.json()) as Json };
   };
 
-  const openPage = async (fragment: string): Promise<Page> => {
-    const page = await context.newPage();
-    page.setDefaultTimeout(20_000);
-    page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-    page.on("console", (m) => {
-      if (/Content Security Policy|Trusted Type/i.test(m.text())) problems.push(`csp: ${m.text()}`);
-    });
-    await page.goto(`${srv.url}/admin${fragment}`);
-    return page;
-  };
-
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "stallguard-admin-e2e-"));
-    const localConfig = join(tmp, "config.local.yaml");
-    writeFileSync(localConfig, "watchdog:\n  enabled: false\n");
-    model = await startModelServer({ script: () => ({ kind: "text", text: "running again" }) });
-    srv = await startServer({
-      port: 0,
-      host: "127.0.0.1",
-      upstream: model.url,
-      dbPath: join(tmp, "stallguard.db"),
-      configPath: localConfig,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
-      watchdog: false,
-      log: () => {},
-    });
-    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
-      executablePath: "/usr/bin/chromium",
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      viewport: { width: 1400, height: 1000 },
+    env = await startAdminEnv({
+      tmp,
+      token: TOKEN,
+      localYaml: "watchdog:\n  enabled: false\n",
+      reply: "running again",
     });
   });
 
   afterAll(async () => {
-    await context?.close();
-    await srv?.close();
-    await model?.close();
+    await env?.close();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -129,14 +90,14 @@ describe("admin page (real Chromium, real server)", () => {
     const refused = await chatAsChild();
     expect(refused.status).toBe(403);
     expect(refused.body.error.message).toContain(`stallguard stopped session ${CHILD} (tree ${ROOT})`);
-    expect(model.requests).toHaveLength(0);
+    expect(env.model.requests).toHaveLength(0);
 
-    const page = await openPage(`#token=${TOKEN}`);
+    const page = await env.openPage(`#token=${TOKEN}`);
     const tree = page.locator(`tbody[data-root="${ROOT}"]`);
     const child = tree.locator(`tr[data-session="${CHILD}"]`);
     await child.waitFor();
     // The token left the address bar as soon as the script read it.
-    expect(page.url()).toBe(`${srv.url}/admin`);
+    expect(page.url()).toBe(`${srv().url}/admin`);
     expect(await child.getAttribute("data-verdict")).toBe("looping");
     await expect.poll(() => child.locator("td.verdict").textContent()).toContain("looping");
     expect(await child.locator("td.target").textContent()).toBe(`${TARGET} x31`);
@@ -174,7 +135,7 @@ describe("admin page (real Chromium, real server)", () => {
     const allowedAgain = await chatAsChild();
     expect(allowedAgain.status).toBe(200);
     expect(allowedAgain.body.choices[0].message.content).toBe("running again");
-    expect(model.requests).toHaveLength(1);
+    expect(env.model.requests).toHaveLength(1);
     // The report stayed open across the refresh the Resume triggered.
     expect(await reportRow.count()).toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, "admin-sessions-resumed.png") });
@@ -189,13 +150,13 @@ describe("admin page (real Chromium, real server)", () => {
     await page.close();
 
     // The token was kept in IndexedDB: plain /admin works without the fragment.
-    const again = await openPage("");
+    const again = await env.openPage("");
     await again.locator(`tbody[data-root="${ROOT}"] [data-state="running"]`).waitFor();
     expect(await again.locator("#auth").isHidden()).toBe(true);
     await again.close();
 
     // A wrong token is a clear 401 with the prompt; entering the right one recovers.
-    const bad = await openPage("#token=not-the-token");
+    const bad = await env.openPage("#token=not-the-token");
     await bad.locator("#auth").waitFor({ state: "visible" });
     expect(await bad.locator("#auth-message").textContent()).toMatch(/^401: .*rejected/);
     expect(await bad.locator("#app").isHidden()).toBe(true);
@@ -203,11 +164,11 @@ describe("admin page (real Chromium, real server)", () => {
     await bad.locator("#auth-form button[type=submit]").click();
     await bad.locator(`tbody[data-root="${ROOT}"]`).waitFor();
     await bad.close();
-    expect(problems).toEqual([]);
+    expect(env.problems).toEqual([]);
   });
 
   it("edits a knob: a bad value shows the server's error, a good one persists", async () => {
-    const page = await openPage("");
+    const page = await env.openPage("");
     const row = page.locator('[data-knob="thresholds.top_warn"]');
     const input = row.locator("input");
     await input.waitFor();
@@ -260,6 +221,6 @@ describe("admin page (real Chromium, real server)", () => {
     expect(await input.inputValue()).toBe("7");
     expect(await interval.inputValue()).toBe("90s");
     await page.close();
-    expect(problems).toEqual([]);
+    expect(env.problems).toEqual([]);
   });
 });

@@ -3,15 +3,13 @@
 // with its trip and evidence (sessions, verdicts, rates, window); the breaker
 // knobs have controls, the fallbacks record is edited on the page and the gate
 // then routes to the fallback; Resume closes the breaker.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stallTransition } from "../../router-ext/breaker/testing.ts";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
-import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { type AdminEnv, startAdminEnv } from "../helpers/admin-browser.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const TOKEN = "breaker-admin-e2e-token-0123";
@@ -22,14 +20,12 @@ const STEADY = "lab/steady";
 type Json = any;
 
 describe("admin page: model breaker (real Chromium, real server)", () => {
-  let srv: RunningServer;
-  let model: ModelServer;
+  let env: AdminEnv;
   let tmp: string;
-  let context: BrowserContext;
-  const problems: string[] = [];
+  const srv = () => env.srv;
 
   const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
-    const res = await fetch(`${srv.url}${path}`, {
+    const res = await fetch(`${srv().url}${path}`, {
       method,
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
       body: body === undefined ? null : JSON.stringify(body),
@@ -39,7 +35,7 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
   };
 
   const chat = async (m: string, session: string) => {
-    const res = await fetch(`${srv.url}/v1/chat/completions`, {
+    const res = await fetch(`${srv().url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-router-conversation": session },
       body: JSON.stringify({ model: m, messages: [{ role: "user", content: "go" }] }),
@@ -49,53 +45,19 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     return res.headers.get("x-stallguard-breaker");
   };
 
-  const openPage = async (): Promise<Page> => {
-    const page = await context.newPage();
-    page.setDefaultTimeout(20_000);
-    page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-    page.on("console", (m) => {
-      if (/Content Security Policy|Trusted Type/i.test(m.text())) problems.push(`csp: ${m.text()}`);
-    });
-    await page.goto(`${srv.url}/admin#token=${TOKEN}`);
-    return page;
-  };
-
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "stallguard-breaker-admin-"));
-    const localConfig = join(tmp, "config.local.yaml");
-    writeFileSync(localConfig, "watchdog:\n  enabled: false\n");
-    model = await startModelServer({ script: () => ({ kind: "text", text: "ok" }) });
-    srv = await startServer({
-      port: 0,
-      host: "127.0.0.1",
-      upstream: model.url,
-      dbPath: join(tmp, "stallguard.db"),
-      configPath: localConfig,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
-      watchdog: false,
-      log: () => {},
-    });
-    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
-      executablePath: "/usr/bin/chromium",
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+    env = await startAdminEnv({
+      tmp,
+      token: TOKEN,
+      localYaml: "watchdog:\n  enabled: false\n",
+      reply: "ok",
       viewport: { width: 1600, height: 1000 },
     });
   });
 
   afterAll(async () => {
-    await context?.close();
-    await srv?.close();
-    await model?.close();
+    await env?.close();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -110,7 +72,7 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     expect(state.trips).toHaveLength(1);
     expect(state.trips[0]).toMatchObject({ model: LOOPY, fallback: null, stalled_trees: 3, served_trees: 4 });
 
-    const page = await openPage();
+    const page = await env.openPage(`#token=${TOKEN}`);
     const section = page.locator("section#breaker");
     const row = section.locator(`tr[data-model="${LOOPY}"]`);
     await row.waitFor();
@@ -140,9 +102,9 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     await expect
       .poll(() => page.locator('[data-knob="breaker.fallbacks"] .knob-status').textContent())
       .toBe("saved");
-    const before = model.requests.length;
+    const before = env.model.requests.length;
     expect(await chat(LOOPY, "ses_ba_routed")).toBe(`${LOOPY} -> lab/fallback`);
-    expect(model.requests[before]?.body.model).toBe("lab/fallback");
+    expect(env.model.requests[before]?.body.model).toBe("lab/fallback");
     await expect.poll(() => row.locator("td").nth(3).textContent(), { timeout: 10_000 }).toBe("lab/fallback");
     mkdirSync(ARTIFACTS, { recursive: true });
     await section.screenshot({ path: join(ARTIFACTS, "admin-breaker.png") });
@@ -158,6 +120,6 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     // The trip stays on record for review.
     expect(await section.locator(`tr[data-trip-model="${LOOPY}"]`).count()).toBe(1);
     await page.close();
-    expect(problems).toEqual([]);
+    expect(env.problems).toEqual([]);
   });
 });

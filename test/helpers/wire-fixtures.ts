@@ -57,3 +57,19 @@ export function transition(
     ...over,
   };
 }
+
+/** A small session's signals (10 calls, 5 turns, $0.50 since landed) for store and breaker tests. */
+export const quietSignals = (over: Partial<WireSignals> = {}): WireSignals =>
+  signals({
+    calls: 10,
+    turns: 5,
+    turns_since_landed: 5,
+    calls_since_landed: 10,
+    usd_since_landed: 0.5,
+    usd_total: 0.5,
+    dup_share: 0.5,
+    ndup_share: 0.5,
+    context_tokens: 1000,
+    max_context_tokens: 1000,
+    ...over,
+  });
