@@ -111,13 +111,17 @@ export function observationsFromMessages(
       promptTokens: prompt,
       contextTokens: prompt,
     });
+    // One context per message, not per part: most parts are text and step markers.
+    let ctx: Parameters<typeof fromToolPart>[1] | null = null;
     for (const part of parts) {
-      const call = fromToolPart(part, {
+      if (obj(part).type !== "tool") continue;
+      ctx ??= {
         ...base,
         time: created,
         directory: session.directory ?? null,
         testPatterns: opts.testPatterns,
-      });
+      };
+      const call = fromToolPart(part, ctx);
       if (call) out.push({ kind: "tool", call });
     }
   }
