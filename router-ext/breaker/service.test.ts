@@ -168,6 +168,18 @@ describe("BreakerService", () => {
     expect(trips.map((t) => t.model)).toEqual(["good/m"]);
   });
 
+  it("retention prunes old trips and phase changes, never the current state", () => {
+    replay();
+    const svc = service();
+    expect(svc.evaluate()).toHaveLength(1);
+    const bs = new BreakerStore(store.db);
+    expect(bs.prune(now - 60 * MIN)).toEqual({ trips: 0, changes: 0 });
+    expect(bs.prune(now + 1)).toMatchObject({ trips: 1 });
+    expect(bs.trips()).toEqual([]);
+    expect(bs.changes()).toEqual([]);
+    expect(svc.route("bad/m")).toEqual({ model: "fallback/m", header: "bad/m -> fallback/m" });
+  });
+
   it("does nothing when disabled", () => {
     cfg = { ...cfg, enabled: false };
     replay();

@@ -175,6 +175,14 @@ export class BreakerStore {
     })();
   }
 
+  /** Drops trips and phase changes older than `cutoff`; the current state of each model stays. */
+  prune(cutoff: number): { trips: number; changes: number } {
+    return this.db.transaction(() => ({
+      trips: this.db.prepare("DELETE FROM breaker_trips WHERE at < ?").run(cutoff).changes,
+      changes: this.db.prepare("DELETE FROM breaker_log WHERE at < ?").run(cutoff).changes,
+    }))();
+  }
+
   trips(limit = 100): TripRecord[] {
     return this.q.trips
       .all(Math.max(1, Math.min(1000, Math.floor(limit))))

@@ -128,8 +128,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const notify = swappableNotifier(createNotifier(cfg().notifications, { env, log }));
 
   // The behaviour breaker: state and trips in the same database, evaluated on stall verdicts.
+  const breakerStore = new BreakerStore(store.db);
   const breaker = new BreakerService({
-    store: new BreakerStore(store.db),
+    store: breakerStore,
     config: () => cfg().breaker,
     notify: (a) => {
       notify.notifier.send(a);
@@ -236,7 +237,11 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   // Retention: prune at start, then periodically (at most hourly).
   const prune = () => {
     try {
-      const r = store.prune(Date.now(), cfg().progress.retention);
+      const now = Date.now();
+      const r = {
+        ...store.prune(now, cfg().progress.retention),
+        ...breakerStore.prune(now - cfg().progress.retention),
+      };
       const total = Object.values(r).reduce((a, b) => a + b, 0);
       if (total > 0) log(`retention: pruned ${JSON.stringify(r)}`);
     } catch (err) {
