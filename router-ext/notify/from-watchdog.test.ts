@@ -50,6 +50,13 @@ describe("blindAlert", () => {
     ).toEqual(["trigger@1", "resolve@4"]);
   });
 
+  test("a stale tick (older than the freshness bound) raises nothing", () => {
+    const tick = (at: number): TickView => ({ at, servers: 1, blind: true });
+    const bound = { now: 10_000, maxAgeMs: 5000 };
+    expect(blindAlert(initialBlindState(), tick(1000), bound).alert).toBeNull();
+    expect(blindAlert(initialBlindState(), tick(8000), bound).alert?.state).toBe("trigger");
+  });
+
   test("the same tick seen twice, or no tick yet, changes nothing", () => {
     const t: TickView = { at: 7, servers: 1, blind: true };
     expect(run([null, t, t, t])).toEqual(["trigger@7"]);

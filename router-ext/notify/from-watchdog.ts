@@ -29,8 +29,10 @@ export function initialBlindState(): BlindState {
 export function blindAlert(
   prev: BlindState,
   tick: TickView | null,
+  fresh?: { now: number; maxAgeMs: number },
 ): { alert: Alert | null; state: BlindState } {
   if (!tick || tick.at === prev.lastAt) return { alert: null, state: prev };
+  if (fresh && fresh.now - tick.at > fresh.maxAgeMs) return { alert: null, state: prev };
   const blindWhileRunning = tick.blind && tick.servers > 0;
   const state: BlindState = { raised: blindWhileRunning || (prev.raised && tick.blind), lastAt: tick.at };
   if (blindWhileRunning && !prev.raised) {

@@ -20,13 +20,13 @@ import { createGateMetrics, gateRoutes } from "../gate/index.ts";
 import type { ModeAction } from "../modes/policy.ts";
 import { blindAlert, initialBlindState } from "../notify/from-watchdog.ts";
 import { alertFromTransition, createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
+import { createApp } from "./app.ts";
+import { ConfigError, findConfigDir, LiveConfig, readFileLayers } from "./live-config.ts";
+import { checkBindHost, generateToken } from "./security.ts";
 
 /** How often the server looks at the latest watchdog tick for the blind alert. */
 const BLIND_CHECK_MS = 2000;
 
-import { createApp } from "./app.ts";
-import { ConfigError, findConfigDir, LiveConfig, readFileLayers } from "./live-config.ts";
-import { checkBindHost, generateToken } from "./security.ts";
 import { EXECUTED_ACTIONS } from "./stage.ts";
 
 export interface StartOptions {
@@ -259,7 +259,11 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   let blind = initialBlindState();
   const checkBlind = () => {
     try {
-      const r = blindAlert(blind, store.lastWatchdogTick());
+      // A tick older than three intervals says nothing about now (a dead watchdog shows as late).
+      const r = blindAlert(blind, store.lastWatchdogTick(), {
+        now: Date.now(),
+        maxAgeMs: 3 * cfg().watchdog.interval,
+      });
       blind = r.state;
       if (r.alert) {
         notify.notifier.send(r.alert);
