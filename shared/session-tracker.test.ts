@@ -63,6 +63,35 @@ const firstFlag = (js: Judgement[]) => {
 };
 
 describe("signals", () => {
+  it("window signals stay current across turns, calls and a descendant's landing (the cache never goes stale)", () => {
+    const tr = tracker();
+    const turn = (time: number) =>
+      tr.recordTurn({ kind: "turn", sessionId: "s", parentId: null, agent: "build", time });
+    const fails = Array.from({ length: 3 }, () => readMissing("gone.ts"));
+    for (const c of fails) {
+      turn(c.time - 1);
+      tr.recordCall(c);
+    }
+    turn(clock + 1);
+    const a = tr.signals();
+    expect(a).toMatchObject({ failStreak: 3, failTarget: "gone.ts", topTargetCount: 3 });
+    expect(a.cumRepeat?.count).toBe(3);
+    expect(a.mostRepeated).toEqual([{ tool: "read", target: "gone.ts", count: 3 }]);
+    // A worker landed: the cumulative repeat since landed resets at once, the window does not.
+    tr.descendantLanded(clock + 2);
+    const b = tr.signals();
+    expect(b.cumRepeat).toBeNull();
+    expect(b.topTargetCount).toBe(3);
+    // A successful read of the same file ends the failure streak.
+    tr.recordCall(read("gone.ts"));
+    const c = tr.signals();
+    expect(c.failStreak).toBe(0);
+    expect(c.topTargetCount).toBe(4);
+    // Signals are snapshots: changing one returned array does not leak into the next.
+    c.mostRepeated.push({ tool: "x", target: "y", count: 9 });
+    expect(tr.signals().mostRepeated).toHaveLength(1);
+  });
+
   it("exact and normalized duplicate shares over the window", () => {
     const tr = tracker();
     // 4 distinct slices of one file, then the first slice twice, then a reworded same-slice read

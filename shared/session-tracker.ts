@@ -36,6 +36,11 @@ interface Label {
   target: string;
 }
 
+type WindowSignals = Pick<
+  Signals,
+  "failStreak" | "failTarget" | "topTarget" | "topTargetCount" | "topRepeat" | "cumRepeat" | "mostRepeated"
+>;
+
 const ABSENT = "absent";
 /** Consecutive novel, successful calls that clear a read-only agent's flag. */
 const RO_CLEAR_RUN = 5;
@@ -69,6 +74,10 @@ export class SessionTracker {
   private readonly usageSeen = new BoundedMap<string, true>(256);
   private readonly cumSinceLanded = new TopK<Label>(32);
   private readonly sessionTop = new TopK<Label>(32);
+  /** Bumped by every change to the window, its maps or the top-k (see windowSignals). */
+  private windowVersion = 0;
+  private cachedAt = -1;
+  private cached: WindowSignals | null = null;
   private novelInWindow = 0;
   private revertedInWindow = 0;
 
@@ -108,6 +117,7 @@ export class SessionTracker {
 
   /** Records a finished tool call and decides whether it landed. */
   recordCall(call: ToolCall): ToolEvent {
+    this.windowVersion++;
     this.touch(call.time);
     this.seq++;
     const { landed, reverted, changeFp } = this.decideLanded(call);
@@ -205,6 +215,7 @@ export class SessionTracker {
   }
 
   private markLanded(time: number): void {
+    this.windowVersion++;
     this.lastLandedAt = time;
     this.callsSinceLanded = 0;
     this.turnsSinceLanded = 0;
@@ -283,8 +294,13 @@ export class SessionTracker {
     return bestKey === null ? null : [bestKey, bestValue];
   }
 
-  signals(): Signals {
-    const n = this.size;
+  /**
+   * The signals that only a tool call (or a landed change) can move: maxima over
+   * the window's maps and the top-k. Cached until the next call or landing, so a
+   * turn or usage observation (two of every three) does not rescan them.
+   */
+  private windowSignals(): WindowSignals {
+    if (this.cached && this.cachedAt === this.windowVersion) return this.cached;
     const topTarget = this.maxOf(this.targetCount);
     const topNfp = this.maxOf(this.nfpCount);
     const streak = this.maxOf(this.streaks);
@@ -293,6 +309,25 @@ export class SessionTracker {
     const topLabel = labelOf(topNfp?.[0]);
     const repeat = (label: Label | undefined, count: number): RepeatInfo | null =>
       label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
+    this.cached = {
+      failStreak: streak?.[1] ?? 0,
+      failTarget: streak ? (labelOf(streak[0])?.target ?? null) : null,
+      topTarget: topTarget ? (topTarget[0].split("\u0000")[1] ?? null) : null,
+      topTargetCount: topTarget?.[1] ?? 0,
+      topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
+      cumRepeat: cum ? repeat(cum.label, cum.count) : null,
+      mostRepeated: this.sessionTop
+        .top(3)
+        .filter((e) => e.count > 1)
+        .map((e) => ({ tool: e.label.tool, target: e.label.target, count: e.count })),
+    };
+    this.cachedAt = this.windowVersion;
+    return this.cached;
+  }
+
+  signals(): Signals {
+    const n = this.size;
+    const w = this.windowSignals();
     return {
       calls: this.calls,
       landed: this.landed,
@@ -306,18 +341,15 @@ export class SessionTracker {
       windowSize: n,
       dupShare: n ? 1 - this.fpCount.size / n : 0,
       ndupShare: n ? 1 - this.nfpCount.size / n : 0,
-      failStreak: streak?.[1] ?? 0,
-      failTarget: streak ? (labelOf(streak[0])?.target ?? null) : null,
+      failStreak: w.failStreak,
+      failTarget: w.failTarget,
       contextTokens: this.contextTokens,
       maxContextTokens: this.maxContextTokens,
-      topTarget: topTarget ? (topTarget[0].split("\u0000")[1] ?? null) : null,
-      topTargetCount: topTarget?.[1] ?? 0,
-      topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
-      cumRepeat: cum ? repeat(cum.label, cum.count) : null,
-      mostRepeated: this.sessionTop
-        .top(3)
-        .filter((e) => e.count > 1)
-        .map((e) => ({ tool: e.label.tool, target: e.label.target, count: e.count })),
+      topTarget: w.topTarget,
+      topTargetCount: w.topTargetCount,
+      topRepeat: w.topRepeat,
+      cumRepeat: w.cumRepeat,
+      mostRepeated: [...w.mostRepeated],
       novelty: n ? this.novelInWindow / n : 1,
       callsSinceNovel: this.callsSinceNovel,
       injectedSinceLanded: this.injectedSinceLanded,
