@@ -54,8 +54,21 @@ export function tokenize(command: string): string[] {
   return out;
 }
 
+// One bash call asks for the segments of the same command up to five times
+// (work text, key, target, commit and test checks): the last few answers are
+// kept. Callers treat the result as read-only.
+const recentSegments: Array<[string, string[][]]> = [];
+
 /** The command split at separators into simple commands, env assignments and wrappers removed. */
 export function segments(command: string): string[][] {
+  for (const [c, segs] of recentSegments) if (c === command) return segs;
+  const segs = splitSegments(command);
+  recentSegments.unshift([command, segs]);
+  if (recentSegments.length > 4) recentSegments.pop();
+  return segs;
+}
+
+function splitSegments(command: string): string[][] {
   const segs: string[][] = [[]];
   for (const tok of tokenize(command)) {
     if (SEPARATORS.has(tok)) segs.push([]);

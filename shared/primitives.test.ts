@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { BoundedMap } from "./bounded-map.ts";
 import { diffChange, editChange, writeChange } from "./change.ts";
@@ -237,5 +238,15 @@ describe("replay and sweep", () => {
     expect(median([3, 1, 2])).toBe(2);
     expect(median([1, 2, 3, 4])).toBe(2.5);
     expect(median([])).toBeNull();
+  });
+});
+
+describe("sha256", () => {
+  it("is the standard sha256 hex, whichever crypto entry point the runtime has", async () => {
+    const { sha256, shortHash } = await import("./hash.ts");
+    expect(sha256("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    expect(sha256("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect(sha256("caf\u00e9")).toBe(createHash("sha256").update("caf\u00e9").digest("hex"));
+    expect(shortHash("abc")).toBe("ba7816bf");
   });
 });

@@ -153,7 +153,28 @@ export class SessionTracker {
       this.callsSinceLanded++;
       this.cumSinceLanded.add(call.fp, label);
     }
-    return { ...call, landed, reverted, novel };
+    // Spelled out, not `{ ...call }`: the spread took V8's slow copy path and was
+    // most of this method's time in the replay profile (bench/core-replay.ts).
+    const event: ToolEvent = {
+      sessionId: call.sessionId,
+      parentId: call.parentId,
+      agent: call.agent,
+      tool: call.tool,
+      callId: call.callId,
+      fp: call.fp,
+      nfp: call.nfp,
+      target: call.target,
+      exit: call.exit,
+      failed: call.failed,
+      effect: call.effect,
+      change: call.change,
+      write: call.write,
+      time: call.time,
+      landed,
+      reverted,
+      novel,
+    };
+    return event;
   }
 
   private decideLanded(call: ToolCall): { landed: boolean; reverted: boolean; changeFp: string | null } {

@@ -3,7 +3,7 @@
 // records; live message.part.updated events carry the same part shape.
 import { isInjectedTurn, type TextPartLike } from "../injected.ts";
 import { type CallContext, toToolCall } from "../tool-call.ts";
-import type { Observation, ToolCall } from "../types.ts";
+import type { Observation, ToolCall, TurnObservation } from "../types.ts";
 
 type Rec = Record<string, unknown>;
 function obj(v: unknown): Rec {
@@ -46,7 +46,17 @@ export function fromToolPart(
       metadata: state.metadata,
       status,
     },
-    { ...ctx, time: num(time.end) || num(time.start) || ctx.time || 0 },
+    // Spelled out, not `{ ...ctx }`: this runs per stored part and the spread took
+    // V8's slow copy path (bench/core-replay.ts profile).
+    {
+      sessionId: ctx.sessionId,
+      parentId: ctx.parentId,
+      agent: ctx.agent,
+      time: num(time.end) || num(time.start) || ctx.time || 0,
+      directory: ctx.directory,
+      testPatterns: ctx.testPatterns,
+      writePrior: ctx.writePrior,
+    },
   );
 }
 
@@ -84,7 +94,9 @@ export function observationsFromMessages(
     const named = str(info.agent) ?? str(info.mode);
     const compactionTurn = named === "compaction" || info.summary === true;
     if (named && !compactionTurn) agent = named;
-    const base = { sessionId: session.id, parentId: session.parentId, agent: agent || "unknown" };
+    // Literals with every field spelled out, not spreads of a shared base: this
+    // runs per stored message and the spreads took V8's slow copy path.
+    const who = agent || "unknown";
     if (role === "user") {
       if (parts.some((p) => obj(p).type === "compaction")) {
         out.push({ kind: "compaction", sessionId: session.id, time: created });
@@ -92,7 +104,9 @@ export function observationsFromMessages(
       }
       out.push({
         kind: "user",
-        ...base,
+        sessionId: session.id,
+        parentId: session.parentId,
+        agent: who,
         time: created,
         injected: isInjectedTurn(parts as TextPartLike[], opts.continuationMarkers),
       });
@@ -100,7 +114,15 @@ export function observationsFromMessages(
     }
     if (role !== "assistant") continue;
     const model = [str(info.providerID), str(info.modelID)].filter(Boolean).join("/") || undefined;
-    out.push({ kind: "turn", ...base, time: created, ...(model ? { model } : {}) });
+    const turn: TurnObservation = {
+      kind: "turn",
+      sessionId: session.id,
+      parentId: session.parentId,
+      agent: who,
+      time: created,
+    };
+    if (model) turn.model = model;
+    out.push(turn);
     const prompt = promptTokensOf(info.tokens);
     out.push({
       kind: "usage",
@@ -116,7 +138,9 @@ export function observationsFromMessages(
     for (const part of parts) {
       if (obj(part).type !== "tool") continue;
       ctx ??= {
-        ...base,
+        sessionId: session.id,
+        parentId: session.parentId,
+        agent: who,
         time: created,
         directory: session.directory ?? null,
         testPatterns: opts.testPatterns,
