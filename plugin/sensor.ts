@@ -81,5 +81,13 @@ export function callFromPart(part: unknown, ctx: Omit<SensorContext, "time"> & {
   const p = obj(part);
   const sessionId = str(p.sessionID);
   if (!sessionId) return null;
-  return fromToolPart(part, { ...ctx, sessionId });
+  return fromToolPart(part, {
+    sessionId,
+    parentId: ctx.parentId,
+    agent: ctx.agent,
+    time: ctx.time,
+    directory: ctx.directory,
+    testPatterns: ctx.testPatterns,
+    writePrior: ctx.writePrior,
+  });
 }

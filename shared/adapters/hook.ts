@@ -33,6 +33,15 @@ export function fromToolHook(
       metadata: o.metadata,
       status: "completed",
     },
-    { ...ctx, sessionId: text(i.sessionID, "unknown") },
+    // Spelled out, not `{ ...ctx }` (V8's slow copy path on this per-call path).
+    {
+      sessionId: text(i.sessionID, "unknown"),
+      parentId: ctx.parentId,
+      agent: ctx.agent,
+      time: ctx.time,
+      directory: ctx.directory,
+      testPatterns: ctx.testPatterns,
+      writePrior: ctx.writePrior,
+    },
   );
 }
