@@ -4,7 +4,7 @@
 // the part turns completed, so a completed part whose call the hook already
 // counted is skipped; a part is never counted twice however often it is
 // re-published. Nothing of the arguments or output is kept here.
-import { type CallContext, fromToolHook, fromToolPart, type ToolCall } from "../shared/index.ts";
+import { type CallContext, callContext, fromToolHook, fromToolPart, type ToolCall } from "../shared/index.ts";
 import { capSet } from "./capped.ts";
 
 type Rec = Record<string, unknown>;
@@ -81,13 +81,5 @@ export function callFromPart(part: unknown, ctx: Omit<SensorContext, "time"> & {
   const p = obj(part);
   const sessionId = str(p.sessionID);
   if (!sessionId) return null;
-  return fromToolPart(part, {
-    sessionId,
-    parentId: ctx.parentId,
-    agent: ctx.agent,
-    time: ctx.time,
-    directory: ctx.directory,
-    testPatterns: ctx.testPatterns,
-    writePrior: ctx.writePrior,
-  });
+  return fromToolPart(part, callContext(ctx, sessionId, ctx.time));
 }

@@ -29,6 +29,27 @@ export interface CallContext {
   writePrior?: string | null;
 }
 
+/**
+ * A call context with its session id and time set. Spelled out, not
+ * `{ ...ctx }`: this runs per tool call and the spread took V8's slow copy
+ * path (most of the adapter's time in the bench/core-replay.ts profile).
+ */
+export function callContext(
+  ctx: Omit<CallContext, "sessionId" | "time">,
+  sessionId: string,
+  time: number,
+): CallContext {
+  return {
+    sessionId,
+    parentId: ctx.parentId,
+    agent: ctx.agent,
+    time,
+    directory: ctx.directory,
+    testPatterns: ctx.testPatterns,
+    writePrior: ctx.writePrior,
+  };
+}
+
 export interface RawToolCall {
   tool: string;
   callId: string;

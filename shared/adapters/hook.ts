@@ -1,6 +1,6 @@
 // The plugin's tool.execute.after shape -> ToolCall. tool.execute.after fires
 // only for tools that succeeded, so its status is always completed.
-import { type CallContext, toToolCall } from "../tool-call.ts";
+import { type CallContext, callContext, toToolCall } from "../tool-call.ts";
 import type { ToolCall } from "../types.ts";
 
 export interface ToolHookInput {
@@ -33,15 +33,6 @@ export function fromToolHook(
       metadata: o.metadata,
       status: "completed",
     },
-    // Spelled out, not `{ ...ctx }` (V8's slow copy path on this per-call path).
-    {
-      sessionId: text(i.sessionID, "unknown"),
-      parentId: ctx.parentId,
-      agent: ctx.agent,
-      time: ctx.time,
-      directory: ctx.directory,
-      testPatterns: ctx.testPatterns,
-      writePrior: ctx.writePrior,
-    },
+    callContext(ctx, text(i.sessionID, "unknown"), ctx.time),
   );
 }

@@ -2,7 +2,7 @@
 // export` and the opencode.db message/part tables all hold {info, parts}
 // records; live message.part.updated events carry the same part shape.
 import { isInjectedTurn, type TextPartLike } from "../injected.ts";
-import { type CallContext, toToolCall } from "../tool-call.ts";
+import { type CallContext, callContext, toToolCall } from "../tool-call.ts";
 import type { Observation, ToolCall, TurnObservation } from "../types.ts";
 
 type Rec = Record<string, unknown>;
@@ -46,17 +46,7 @@ export function fromToolPart(
       metadata: state.metadata,
       status,
     },
-    // Spelled out, not `{ ...ctx }`: this runs per stored part and the spread took
-    // V8's slow copy path (bench/core-replay.ts profile).
-    {
-      sessionId: ctx.sessionId,
-      parentId: ctx.parentId,
-      agent: ctx.agent,
-      time: num(time.end) || num(time.start) || ctx.time || 0,
-      directory: ctx.directory,
-      testPatterns: ctx.testPatterns,
-      writePrior: ctx.writePrior,
-    },
+    callContext(ctx, ctx.sessionId, num(time.end) || num(time.start) || ctx.time || 0),
   );
 }
 

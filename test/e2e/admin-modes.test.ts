@@ -26,15 +26,7 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
   let tmp: string;
   const srv = () => env.srv;
 
-  const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
-    const res = await fetch(`${srv().url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: body === undefined ? null : JSON.stringify(body),
-    });
-    expect(res.status, `${method} ${path}`).toBe(200);
-    return res.json();
-  };
+  const api = (method: string, path: string, body?: unknown): Promise<Json> => env.api(method, path, body);
   const chat = async (session: string, parent: string | null) => {
     const res = await fetch(`${srv().url}/v1/chat/completions`, {
       method: "POST",

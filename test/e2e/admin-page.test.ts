@@ -25,15 +25,7 @@ describe("admin page (real Chromium, real server)", () => {
   let tmp: string;
   const srv = () => env.srv;
 
-  const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
-    const res = await fetch(`${srv().url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: body === undefined ? null : JSON.stringify(body),
-    });
-    expect(res.status, `${method} ${path}`).toBe(200);
-    return res.json();
-  };
+  const api = (method: string, path: string, body?: unknown): Promise<Json> => env.api(method, path, body);
 
   /** One chat request through the gate, as the child session's opencode would send it. */
   const chatAsChild = async () => {

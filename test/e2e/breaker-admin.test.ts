@@ -24,15 +24,7 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
   let tmp: string;
   const srv = () => env.srv;
 
-  const api = async (method: string, path: string, body?: unknown): Promise<Json> => {
-    const res = await fetch(`${srv().url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: body === undefined ? null : JSON.stringify(body),
-    });
-    expect(res.status, `${method} ${path}`).toBe(200);
-    return res.json();
-  };
+  const api = (method: string, path: string, body?: unknown): Promise<Json> => env.api(method, path, body);
 
   const chat = async (m: string, session: string) => {
     const res = await fetch(`${srv().url}/v1/chat/completions`, {

@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { expect } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import { type ModelServer, startModelServer } from "./model-server.ts";
 
@@ -15,6 +16,9 @@ export interface AdminEnv {
   /** Page errors and CSP complaints seen by any page opened with openPage. */
   problems: string[];
   openPage(fragment: string): Promise<Page>;
+  /** An admin API call with the token; asserts a 200 and returns the JSON. */
+  // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
+  api(method: string, path: string, body?: unknown): Promise<any>;
   close(): Promise<void>;
 }
 
@@ -69,6 +73,15 @@ export async function startAdminEnv(opts: {
       });
       await page.goto(`${srv.url}/admin${fragment}`);
       return page;
+    },
+    async api(method: string, path: string, body?: unknown) {
+      const res = await fetch(`${srv.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${opts.token}`, "content-type": "application/json" },
+        body: body === undefined ? null : JSON.stringify(body),
+      });
+      expect(res.status, `${method} ${path}`).toBe(200);
+      return res.json();
     },
     async close() {
       await context.close();
