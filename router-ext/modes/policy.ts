@@ -61,6 +61,18 @@ function warn(d: Detection): ModeAction[] {
   return [{ type: "alert", severity: d.verdict === "looping" ? "critical" : "warning" }];
 }
 
+/** Parses a stored tree state; anything unreadable starts the tree over. */
+export function parseTreeState(rootId: string, json: string | null | undefined): TreeModeState {
+  if (!json) return initialTreeState(rootId);
+  try {
+    const v = JSON.parse(json) as Partial<TreeModeState>;
+    if (typeof v !== "object" || v === null || !Array.isArray(v.recoveries)) return initialTreeState(rootId);
+    return { ...initialTreeState(rootId), ...v, rootId };
+  } catch {
+    return initialTreeState(rootId);
+  }
+}
+
 export function decideOnDetection(
   prev: TreeModeState,
   d: Detection,

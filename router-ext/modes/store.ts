@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { Directive, DirectiveResult } from "../../shared/index.ts";
-import { initialTreeState, recoveryCompleted, type TreeModeState } from "./policy.ts";
+import { parseTreeState, recoveryCompleted } from "./policy.ts";
 
 /** Who a mode's own refusals are recorded as (an admin's are recorded by name). */
 export const MODES_ACTOR = "stallguard";
@@ -124,17 +124,6 @@ function prepare(db: Database.Database) {
   };
 }
 
-function parseTree(rootId: string, json: string | undefined): TreeModeState {
-  if (!json) return initialTreeState(rootId);
-  try {
-    const v = JSON.parse(json) as Partial<TreeModeState>;
-    if (typeof v !== "object" || v === null || !Array.isArray(v.recoveries)) return initialTreeState(rootId);
-    return { ...initialTreeState(rootId), ...v, rootId };
-  } catch {
-    return initialTreeState(rootId);
-  }
-}
-
 /**
  * @example
  * const modes = new ModesStore(db);
@@ -186,7 +175,7 @@ export class ModesStore {
     const tree = this.q.getTreeMode.get(row.root_id);
     if (tree) {
       this.q.setTreeMode.run(
-        JSON.stringify(recoveryCompleted(parseTree(row.root_id, tree.state))),
+        JSON.stringify(recoveryCompleted(parseTreeState(row.root_id, tree.state))),
         now,
         row.root_id,
       );

@@ -13,11 +13,12 @@ import {
 } from "../../shared/index.ts";
 import { schemaVersion } from "../db/migrations.ts";
 import type { FreshTransition, Store } from "../db/store.ts";
+import { parseTreeState } from "../modes/policy.ts";
 import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews } from "./knobs.ts";
 import type { LiveConfig } from "./live-config.ts";
 import { renderMetrics } from "./metrics.ts";
 import { bearerToken, isLoopbackHost, safeEqual } from "./security.ts";
-import { effectsOf, modeKnobs, parseTreeState, stageOf } from "./stage.ts";
+import { effectsOf, modeKnobs, stageOf } from "./stage.ts";
 
 export interface AppDeps {
   store: Store;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
-import { initialTreeState } from "../modes/policy.ts";
-import { modeKnobs, parseTreeState, stageOf } from "./stage.ts";
+import { initialTreeState, parseTreeState } from "../modes/policy.ts";
+import { modeKnobs, stageOf } from "./stage.ts";
 
 const t = (verdict: "ok" | "stalling" | "looping", session = "w") => ({
   session_id: session,

@@ -3,13 +3,7 @@
 // onto it, names the session's stage for the Sessions readout, and says which
 // of the returned actions this server carries out today.
 import type { Config, Transition } from "../../shared/index.ts";
-import {
-  decideOnDetection,
-  initialTreeState,
-  type ModeAction,
-  type ModeKnobs,
-  type TreeModeState,
-} from "../modes/policy.ts";
+import { decideOnDetection, type ModeAction, type ModeKnobs, type TreeModeState } from "../modes/policy.ts";
 import { directiveId, type ModeEffects } from "../modes/store.ts";
 
 /** The session's stage as the Sessions readout shows it. */
@@ -72,18 +66,6 @@ export interface StageOutcome {
   actions: ModeAction[];
   treeState: TreeModeState;
   cannotAct: string | null;
-}
-
-/** Parses a stored tree state; anything unreadable starts the tree over. */
-export function parseTreeState(rootId: string, json: string | null): TreeModeState {
-  if (!json) return initialTreeState(rootId);
-  try {
-    const v = JSON.parse(json) as Partial<TreeModeState>;
-    if (typeof v !== "object" || v === null || !Array.isArray(v.recoveries)) return initialTreeState(rootId);
-    return { ...initialTreeState(rootId), ...v, rootId };
-  } catch {
-    return initialTreeState(rootId);
-  }
 }
 
 /**
