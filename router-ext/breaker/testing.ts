@@ -1,7 +1,7 @@
 // Test helpers for the breaker: a real Store on a temp SQLite file and builders
 // for the gate's request records and the reporters' stall transitions.
 import type { Transition } from "../../shared/index.ts";
-import { quietSignals } from "../../test/helpers/wire-fixtures.ts";
+import { quietSignals, transition } from "../../test/helpers/wire-fixtures.ts";
 import type { IngestOptions, Store } from "../db/store.ts";
 import type { RequestRecord } from "../gate/store.ts";
 
@@ -10,25 +10,12 @@ export const signals = quietSignals;
 /** A stall (or recovery) transition as the plugin reports it. */
 export function stallTransition(session: string, at: number, over: Partial<Transition> = {}): Transition {
   const verdict = over.verdict ?? "looping";
-  return {
-    type: "transition",
+  return transition(session, null, "build", "ok", verdict, at, {
     id: `p:${session}:${at}:${verdict}`,
-    source: "plugin",
-    session_id: session,
-    parent_id: null,
-    root_id: session,
-    agent: "build",
-    verdict,
-    previous: "ok",
     reason: "duplicates",
     signals: signals(),
-    top_target: null,
-    top_target_count: 0,
-    report: "",
-    at,
-    plugin_version: "0.1.0",
     ...over,
-  };
+  });
 }
 
 export function served(model: string, conversation: string, at: number, root = conversation): RequestRecord {
