@@ -222,11 +222,12 @@ class Harness {
   }
 }
 
+const recs = corpus();
+const loops = recs.filter((r) => r.label === "loop");
+const healthy = recs.filter((r) => r.label === "healthy");
+
 describe("behaviour breaker (real server, real gate, real SQLite, replayed traffic)", () => {
   const hx = new Harness();
-  const recs = corpus();
-  const loops = recs.filter((r) => r.label === "loop");
-  const healthy = recs.filter((r) => r.label === "healthy");
 
   beforeAll(() => hx.start());
   afterAll(() => hx.close());
@@ -323,9 +324,6 @@ describe("behaviour breaker (real server, real gate, real SQLite, replayed traff
 
 describe("behaviour breaker: one hard task does not trip a model", () => {
   const hx = new Harness();
-  const recs = corpus();
-  const loops = recs.filter((r) => r.label === "loop");
-  const healthy = recs.filter((r) => r.label === "healthy");
 
   beforeAll(() => hx.start());
   afterAll(() => hx.close());

@@ -1,32 +1,16 @@
-// The modes in real opencode: the stallguard plugin reports to a real router
-// extension whose gate sits between opencode and the scripted model. One
-// `opencode serve` for the file; each test switches progress.mode live.
-//  (a) auto_compact: a looping session is compacted with the incident report
-//      in the compaction request, and continues; nothing is refused.
-//  (b) auto_limit_context: the gate answers the capped session with 413
-//      context_length_exceeded, opencode compacts on its own and continues.
-//  (c) auto_recover: an orchestrator's looping worker is refused and aborted,
-//      the root is aborted, compacted with the report and continues; the
-//      refusal is lifted.
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import type { RunningServer } from "../../router-ext/server/start.ts";
 import {
   type ModelReply,
   type ModelRequest,
   type ModelServer,
   scriptRouter,
-  startModelServer,
 } from "../helpers/model-server.ts";
-import { type OpencodeServer, startOpencode } from "../helpers/opencode.ts";
+import type { OpencodeServer } from "../helpers/opencode.ts";
+import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
 
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
-const BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
 const ADMIN = "modes-opencode-admin";
 const TOKEN = "modes-opencode-plugin";
 
@@ -42,7 +26,7 @@ type Msg = {
 
 describe("modes in real opencode", () => {
   const router = scriptRouter();
-  let dir: string;
+  let stack: PluginStack;
   let model: ModelServer;
   let srv: RunningServer;
   let oc: OpencodeServer;
@@ -94,35 +78,19 @@ describe("modes in real opencode", () => {
   };
 
   beforeAll(async () => {
-    execFileSync("node", [join(REPO, "deploy", "build.mjs")], { cwd: REPO, stdio: "ignore" });
-    dir = mkdtempSync(join(tmpdir(), "sg-modes-oc-"));
-    const configPath = join(dir, "local.yaml");
-    writeFileSync(configPath, "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n");
-    model = await startModelServer({
+    stack = await startPluginStack({
+      tmpPrefix: "sg-modes-oc-",
+      localYaml: "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n",
       script: router.script,
       usage: { prompt_tokens: 2000, completion_tokens: 10 },
+      adminToken: ADMIN,
+      pluginToken: TOKEN,
     });
-    srv = await startServer({
-      port: 0,
-      dbPath: join(dir, "stallguard.db"),
-      configPath,
-      upstream: model.url,
-      env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: TOKEN },
-      log: () => {},
-    });
-    oc = await startOpencode({
-      modelUrl: `${srv.url}/v1`,
-      plugins: [BUNDLE],
-      env: { STALLGUARD_URL: srv.url, STALLGUARD_TOKEN: TOKEN, STALLGUARD_HEARTBEAT_MS: "1000" },
-      projectFiles: { "README.md": "# scratch\n" },
-    });
+    ({ model, srv, oc } = stack);
   }, 120_000);
 
   afterAll(async () => {
-    await oc?.stop();
-    await srv?.close();
-    await model?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   test("auto_compact: a looping session is compacted with the report and continues, no refusal", async () => {
@@ -315,16 +283,7 @@ describe("modes in real opencode", () => {
   }, 150_000);
 
   test("stage 2 after a router restart: the count survives, the tree is capped, recovered again", async () => {
-    const port = srv.port;
-    await srv.close();
-    srv = await startServer({
-      port,
-      dbPath: join(dir, "stallguard.db"),
-      configPath: join(dir, "local.yaml"),
-      upstream: model.url,
-      env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: TOKEN },
-      log: () => {},
-    });
+    srv = await stack.restartRouter();
     expect(treeState().recoveries).toHaveLength(1);
     const w = await recoverRound(2);
     expect(treeState()).toMatchObject({ stage: 2, capContext: true, hardStop: false });

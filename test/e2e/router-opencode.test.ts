@@ -4,24 +4,17 @@
 // /api/sessions as looping (with gate-measured turns); an admin Stop makes the
 // gate refuse opencode's next request with 429 (nothing reaches the model);
 // Resume lets opencode's own retry through and the turn completes.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
-import {
-  type ModelReply,
-  type ModelServer,
-  scriptRouter,
-  startModelServer,
-  steps,
-} from "../helpers/model-server.ts";
-import { type OpencodeServer, startOpencode } from "../helpers/opencode.ts";
+import type { RunningServer } from "../../router-ext/server/start.ts";
+import { type ModelReply, type ModelServer, scriptRouter, steps } from "../helpers/model-server.ts";
+import type { OpencodeServer } from "../helpers/opencode.ts";
+import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
-const BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
 const VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
 const ADMIN = "router-opencode-admin";
 const TOKEN = "router-opencode-plugin";
@@ -33,7 +26,7 @@ const read = (filePath: string): ModelReply => ({
 
 describe("router extension with real opencode and the plugin", () => {
   const router = scriptRouter();
-  let dir: string;
+  let stack: PluginStack;
   let model: ModelServer;
   let srv: RunningServer;
   let oc: OpencodeServer;
@@ -48,39 +41,21 @@ describe("router extension with real opencode and the plugin", () => {
     Number(/^stallguard_refusals_total (\d+)$/m.exec(await (await fetch(`${srv.url}/metrics`)).text())?.[1]);
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "sg-router-oc-"));
-    const configPath = join(dir, "local.yaml");
-    // The spec's 429 (opencode retries it with back-off, so Resume lets the retry through);
-    // the default is 403 (see README "Refusal shape").
-    writeFileSync(
-      configPath,
-      "watchdog:\n  enabled: false\nnotifications:\n  channels: []\nprogress:\n  refusal:\n    status: 429\n    retry_after_s: null\n",
-    );
-    model = await startModelServer({
+    stack = await startPluginStack({
+      tmpPrefix: "sg-router-oc-",
+      localYaml: // The spec's 429 (opencode retries it with back-off, so Resume lets the retry through);
+        // the default is 403 (see README "Refusal shape").
+        "watchdog:\n  enabled: false\nnotifications:\n  channels: []\nprogress:\n  refusal:\n    status: 429\n    retry_after_s: null\n",
       script: router.script,
       usage: { prompt_tokens: 2000, completion_tokens: 20 },
+      adminToken: ADMIN,
+      pluginToken: TOKEN,
     });
-    srv = await startServer({
-      port: 0,
-      dbPath: join(dir, "stallguard.db"),
-      configPath,
-      upstream: model.url,
-      env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: TOKEN },
-      log: () => {},
-    });
-    oc = await startOpencode({
-      modelUrl: `${srv.url}/v1`,
-      plugins: [BUNDLE],
-      env: { STALLGUARD_URL: srv.url, STALLGUARD_TOKEN: TOKEN, STALLGUARD_HEARTBEAT_MS: "1000" },
-      projectFiles: { "README.md": "# scratch\n" },
-    });
+    ({ model, srv, oc } = stack);
   });
 
   afterAll(async () => {
-    await oc?.stop();
-    await srv?.close();
-    await model?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   test("looping shows in /api/sessions; Stop refuses at the gate with 429; Resume lets it through", async () => {
@@ -129,7 +104,7 @@ describe("router extension with real opencode and the plugin", () => {
     expect(model.requests.length).toBe(before);
     const asked = (await (await fetch(`${srv.url}/gate/${s.id}`)).json()) as { refused: boolean };
     expect(asked.refused).toBe(true);
-    const ro = new Database(join(dir, "stallguard.db"), { readonly: true });
+    const ro = new Database(srv.dbPath, { readonly: true });
     try {
       const statuses = ro.prepare(
         "SELECT DISTINCT status FROM requests WHERE refused = 1 AND conversation = ?",

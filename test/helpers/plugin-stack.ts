@@ -1,0 +1,74 @@
+// The full stack for end-to-end tests of the plugin with the router: a scripted
+// model server, the router extension (its own SQLite file and config.local.yaml
+// under a temp dir) with its gate in front of the model, and a real
+// `opencode serve` whose provider points at the gate, with the plugin bundle
+// (built once by test/e2e/global-setup.ts) reporting to the router.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import { type ModelServer, type Script, startModelServer, type Usage } from "./model-server.ts";
+import { type OpencodeServer, startOpencode } from "./opencode.ts";
+
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const PLUGIN_BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
+
+export interface PluginStack {
+  dir: string;
+  model: ModelServer;
+  srv: RunningServer;
+  oc: OpencodeServer;
+  /** Stops the router and starts it again on the same port and database (opencode keeps running). */
+  restartRouter(): Promise<RunningServer>;
+  close(): Promise<void>;
+}
+
+export async function startPluginStack(opts: {
+  tmpPrefix: string;
+  localYaml: string;
+  script: Script;
+  usage: Usage;
+  adminToken: string;
+  pluginToken: string;
+}): Promise<PluginStack> {
+  const dir = mkdtempSync(join(tmpdir(), opts.tmpPrefix));
+  const configPath = join(dir, "local.yaml");
+  writeFileSync(configPath, opts.localYaml);
+  const model = await startModelServer({ script: opts.script, usage: opts.usage });
+  const router = (port: number) =>
+    startServer({
+      port,
+      dbPath: join(dir, "stallguard.db"),
+      configPath,
+      upstream: model.url,
+      env: { STALLGUARD_ADMIN_TOKEN: opts.adminToken, STALLGUARD_TOKEN: opts.pluginToken },
+      log: () => {},
+    });
+  const srv = await router(0);
+  const oc = await startOpencode({
+    modelUrl: `${srv.url}/v1`,
+    plugins: [PLUGIN_BUNDLE],
+    env: { STALLGUARD_URL: srv.url, STALLGUARD_TOKEN: opts.pluginToken, STALLGUARD_HEARTBEAT_MS: "1000" },
+    projectFiles: { "README.md": "# scratch\n" },
+  });
+  const stack: PluginStack = {
+    dir,
+    model,
+    srv,
+    oc,
+    async restartRouter() {
+      const port = stack.srv.port;
+      await stack.srv.close();
+      stack.srv = await router(port);
+      return stack.srv;
+    },
+    async close() {
+      await stack.oc.stop();
+      await stack.srv.close();
+      await model.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return stack;
+}
