@@ -24,6 +24,8 @@ function changes(): VerdictChange[] {
       effect: "none" as const,
       change: null,
       write: null,
+      outcome: "same",
+      worktree: null,
       time: i,
     };
     out.push(...forest.observe({ kind: "tool", call }).changes.filter((c) => c.sessionId === "ses_w"));

@@ -26,6 +26,7 @@ describe("userTurnOf", () => {
       messageId: "msg_1",
       agent: "atlas",
       injected: false,
+      textHash: expect.stringMatching(/^[0-9a-f]{32}$/),
     });
   });
   it("all-synthetic text parts are injected", () => {

@@ -9,6 +9,7 @@ import {
   slugAgent,
   type TextPartLike,
   type UsageObservation,
+  userTextHash,
 } from "../shared/index.ts";
 
 type Rec = Record<string, unknown>;
@@ -35,6 +36,7 @@ export interface UserTurn {
   messageId: string | undefined;
   agent: string | undefined;
   injected: boolean;
+  textHash: string | null;
 }
 
 /** chat.message -> a user turn, injected when nobody typed it. */
@@ -50,6 +52,7 @@ export function userTurnOf(input: unknown, output: unknown, markers: readonly st
     messageId: str(i.messageID) ?? str(message.id),
     agent: str(i.agent) ?? str(message.agent),
     injected: isInjectedTurn(parts, markers),
+    textHash: userTextHash(parts),
   };
 }
 

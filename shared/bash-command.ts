@@ -7,7 +7,46 @@ const PREFIX_PROGRAMS = new Set(["cd", "export", "source", ".", "set", "pushd", 
 const WRAPPERS = new Set(["env", "time", "nice", "nohup", "sudo", "command", "exec", "timeout"]);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
 
-/** Splits a command into words and separator tokens, honouring quotes and backslashes. */
+const HEREDOC_OPEN = /(?<!<)<<(-?)[ \t]*(['"]?)([A-Za-z_][\w.-]*)\2/g;
+
+/**
+ * A command with its here-document bodies taken out: the shell text the
+ * tokenizer reads (a body is data, not words or separators) and the bodies,
+ * which callers only hash. An unterminated body runs to the end.
+ */
+export function splitHeredocs(command: string): { shell: string; bodies: string[] } {
+  if (!command.includes("<<")) return { shell: command, bodies: [] };
+  const lines = command.split("\n");
+  const shell: string[] = [];
+  const bodies: string[] = [];
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i] as string;
+    shell.push(line);
+    i++;
+    const delims = [...line.matchAll(HEREDOC_OPEN)].map((m) => ({
+      strip: m[1] === "-",
+      word: m[3] as string,
+    }));
+    for (const d of delims) {
+      const body: string[] = [];
+      while (i < lines.length) {
+        const l = lines[i] as string;
+        i++;
+        if ((d.strip ? l.replace(/^\t+/, "") : l).trim() === d.word) break;
+        body.push(l);
+      }
+      bodies.push(body.join("\n"));
+    }
+  }
+  return { shell: shell.join("\n"), bodies };
+}
+
+/**
+ * Splits a command into words and separator tokens, honouring quotes and
+ * backslashes. A newline outside quotes separates commands like `;`; a
+ * backslash-newline continues the line.
+ */
 export function tokenize(command: string): string[] {
   const out: string[] = [];
   let cur = "";
@@ -30,8 +69,15 @@ export function tokenize(command: string): string[] {
       quote = ch;
       inWord = true;
     } else if (ch === "\\" && i + 1 < command.length) {
+      if (command[i + 1] === "\n") {
+        i++;
+        continue;
+      }
       cur += command[++i];
       inWord = true;
+    } else if (ch === "\n") {
+      push();
+      out.push(";");
     } else if (/\s/.test(ch)) {
       push();
     } else if (ch === "&" && (/[<>]$/.test(cur) || command[i + 1] === ">")) {
@@ -70,7 +116,7 @@ export function segments(command: string): string[][] {
 
 function splitSegments(command: string): string[][] {
   const segs: string[][] = [[]];
-  for (const tok of tokenize(command)) {
+  for (const tok of tokenize(splitHeredocs(command).shell)) {
     if (SEPARATORS.has(tok)) segs.push([]);
     else (segs[segs.length - 1] as string[]).push(tok);
   }
@@ -178,9 +224,16 @@ export function commandNumbers(command: string, files: string[]): string[] {
  * `cat f`), env assignments and wrappers removed. Words are space-joined.
  */
 export function workText(command: string): string {
+  return workSegments(command)
+    .map((s) => s.join(" "))
+    .join(" ; ");
+}
+
+/** The simple commands that do the work (see workText); all of them when every one is a set-up prefix. */
+export function workSegments(command: string): string[][] {
   const segs = segments(command);
   const work = segs.filter((s) => !PREFIX_PROGRAMS.has(s[0] as string));
-  return (work.length ? work : segs).map((s) => s.join(" ")).join(" ; ");
+  return work.length ? work : segs;
 }
 
 const COMMIT = /^git(\s+(-C|-c)\s+\S+|\s+--[\w-]+(=\S+)?)*\s+commit(\s|$)/;

@@ -179,40 +179,44 @@ const progressSchema = z.strictObject({
   retention: duration.prefault("7d"),
 });
 
+// Every count below is judged inside one stretch without a landed change (a
+// landing, a worker's landing or a person's message starts a new one). The
+// defaults come from the sweep over ../shared/corpus (README "Calibration
+// figures"), each from the middle of its zero-false-alarm region.
 const thresholdsSchema = z.strictObject({
-  /** Rolling window: the last N tool events of a session. */
+  /** Rolling window: the last N tool events of the current stretch. */
   window: z.number().int().min(10).max(1000).default(60),
-  /** Duplicate shares are not judged before a session has this many calls in its window. */
-  min_calls: z.number().int().min(1).max(1000).default(8),
+  /** The repeat share is not judged before the window holds this many calls. */
+  min_calls: z.number().int().min(1).max(1000).default(10),
   /** Stalling needs no landed change for this many turns or this many dollars... */
-  stall_turns: z.number().int().min(1).default(4),
+  stall_turns: z.number().int().min(1).default(5),
   stall_usd: z.number().min(0).default(1),
   /** ...and looping the same at these higher values. */
   loop_turns: z.number().int().min(1).default(20),
   loop_usd: z.number().min(0).default(3),
-  /** Normalized-duplicate share in the window. */
-  dup_warn: z.number().min(0).max(1).default(0.4),
-  dup_loop: z.number().min(0).max(1).default(0.4),
-  /** Consecutive failures of one normalized call. */
-  fail_warn: z.number().int().min(1).default(4),
-  fail_loop: z.number().int().min(1).default(8),
+  /** Repeat share in the window: a repeat with the same result counts 1, with a changed result 1/2. */
+  dup_warn: z.number().min(0).max(1).default(0.45),
+  dup_loop: z.number().min(0).max(1).default(0.6),
+  /** Failures of one exact call since its last success. */
+  fail_warn: z.number().int().min(1).default(8),
+  fail_loop: z.number().int().min(1).default(12),
   /** Changes in the window that only repeated or undid an earlier landed change. */
-  flip_warn: z.number().int().min(1).default(3),
-  flip_loop: z.number().int().min(1).default(6),
-  /** Count of the most repeated normalized call in the window (TOP_MIN). */
+  flip_warn: z.number().int().min(1).default(7),
+  flip_loop: z.number().int().min(1).default(12),
+  /** The same call with the same result this many times in the window. */
   top_warn: z.number().int().min(2).default(6),
-  top_loop: z.number().int().min(2).default(20),
-  /** The same for read-only agents (TOP_MIN_RO). */
+  top_loop: z.number().int().min(2).default(12),
+  /** The same for read-only agents, which never land (TOP_MIN_RO). */
   top_ro_warn: z.number().int().min(2).default(8),
   top_ro_loop: z.number().int().min(2).default(16),
-  /** Whole-session rule: one exact call repeated this often with nothing landed since (CUM_MIN). */
-  cum_warn: z.number().int().min(2).default(15),
-  cum_loop: z.number().int().min(2).default(25),
+  /** Whole-session rule: one call with the same result this often since the last landing, past the window. */
+  cum_warn: z.number().int().min(2).default(7),
+  cum_loop: z.number().int().min(2).default(14),
   /** Read-only agents: new targets per call over a full window below this is stalling. */
   novelty_ro_warn: z.number().min(0).max(1).default(0.1),
-  /** Injected continuation turns since landed that count as a duplicate-side signal. */
+  /** Injected continuation turns since landed that count as a repetition signal. */
   continuation_warn: z.number().int().min(1).default(3),
-  /** The plain ceiling, no duplicates needed: stalling at this many turns or dollars since landed. */
+  /** The plain ceiling, no repeats needed: stalling at this many turns or dollars since landed. */
   ceiling_turns: z.number().int().min(1).default(300),
   ceiling_usd: z.number().min(0).default(10),
 });

@@ -23,6 +23,8 @@ function base(over: Partial<Signals> = {}): Signals {
     windowSize: 60,
     dupShare: 0.3,
     ndupShare: 0.45,
+    sameShare: 0.3,
+    repeatShare: 0.375,
     failStreak: 0,
     failTarget: null,
     contextTokens: 90_000,
@@ -30,6 +32,7 @@ function base(over: Partial<Signals> = {}): Signals {
     topTarget: "admin/frontend/navbar.js",
     topTargetCount: 30,
     topRepeat: { tool: "read", target: "admin/frontend/navbar.js", count: 30 },
+    topSame: { tool: "read", target: "admin/frontend/navbar.js", count: 30 },
     cumRepeat: null,
     mostRepeated: [
       { tool: "read", target: "admin/frontend/navbar.js", count: 61 },
@@ -63,6 +66,7 @@ describe("incident report format (spec section 5)", () => {
       "  session: ses_item2 (sisyphus-junior, child of ses_atlas)",
       "  423 tool calls, 0 landed changes (no edit with a diff, no commit), 400 turns since the last landed change",
       "  most repeated: read admin/frontend/navbar.js x61, read tests/test_admin_js_units.py x16",
+      "  same call, same result: read admin/frontend/navbar.js x30 since the last landed change",
       "  spend since last landed change: $1.84, 70M prompt tokens, context 90k",
       `Avoid: ${avoidLine("duplicates", base()).slice("Avoid: ".length)}`,
     ]);

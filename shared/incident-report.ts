@@ -74,6 +74,10 @@ export function incidentReport(i: IncidentInput): string {
     lines.push(
       `  most repeated: ${top.map((r) => `${r.tool} ${clip(r.target, 60)} x${r.count}`).join(", ")}`,
     );
+  if (s.topSame && s.topSame.count >= 2)
+    lines.push(
+      `  same call, same result: ${s.topSame.tool} ${clip(s.topSame.target, 60)} x${s.topSame.count} since the last landed change`,
+    );
   if (s.failStreak >= 2)
     lines.push(
       `  failing: ${s.failStreak} failures in a row${s.failTarget ? ` on ${clip(s.failTarget)}` : ""}`,

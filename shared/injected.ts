@@ -1,4 +1,5 @@
 // Tells injected continuation turns (nobody typed them) from real user turns.
+import { sha256 } from "./hash.ts";
 
 export interface TextPartLike {
   type?: unknown;
@@ -31,4 +32,15 @@ export function isInjectedTurn(parts: readonly TextPartLike[], markers: readonly
   if (texts.some((p) => typeof p.text === "string" && markers.some((m) => (p.text as string).includes(m))))
     return true;
   return texts.every((p) => p.synthetic === true);
+}
+
+/**
+ * A hash of a user turn's typed text (never the text itself): the same words
+ * sent again ("continue") are a nudge, not a person steering. Null without text.
+ */
+export function userTextHash(parts: readonly TextPartLike[]): string | null {
+  const texts = (Array.isArray(parts) ? parts : [])
+    .filter((p) => p !== null && typeof p === "object" && p.type === "text" && typeof p.text === "string")
+    .map((p) => (p.text as string).trim());
+  return texts.length ? sha256(texts.join("\u0000")).slice(0, 32) : null;
 }

@@ -19,6 +19,8 @@ function sig(over: Partial<Signals> = {}): Signals {
     windowSize: t.window,
     dupShare: 0,
     ndupShare: 0,
+    sameShare: 0,
+    repeatShare: 0,
     failStreak: 0,
     failTarget: null,
     contextTokens: 0,
@@ -26,6 +28,7 @@ function sig(over: Partial<Signals> = {}): Signals {
     topTarget: null,
     topTargetCount: 0,
     topRepeat: null,
+    topSame: null,
     cumRepeat: null,
     mostRepeated: [],
     novelty: 1,
@@ -46,13 +49,13 @@ const looped = { turnsSinceLanded: t.loop_turns };
 describe("worker: both conditions must hold", () => {
   it("repetition without a stall is ok; a stall without repetition is ok (below the ceiling)", () => {
     expect(
-      judge(sig({ turnsSinceLanded: t.stall_turns - 1, ndupShare: 0.9, topRepeat: repeat(50) }), t).verdict,
+      judge(sig({ turnsSinceLanded: t.stall_turns - 1, ndupShare: 0.9, topSame: repeat(50) }), t).verdict,
     ).toBe("ok");
     expect(judge(sig({ turnsSinceLanded: t.ceiling_turns - 1 }), t).verdict).toBe("ok");
   });
 
   it("turns since landed: below stall_turns ok, at stall_turns stalling", () => {
-    const rep = { ndupShare: t.dup_warn };
+    const rep = { repeatShare: t.dup_warn };
     expect(judge(sig({ ...rep, turnsSinceLanded: t.stall_turns - 1 }), t)).toEqual({
       verdict: "ok",
       reason: null,
@@ -64,7 +67,7 @@ describe("worker: both conditions must hold", () => {
   });
 
   it("falls back to calls since landed when no turns were observed", () => {
-    const rep = { ndupShare: t.dup_warn, turns: 0, turnsSinceLanded: 0 };
+    const rep = { repeatShare: t.dup_warn, turns: 0, turnsSinceLanded: 0 };
     expect(sinceLanded(sig({ turns: 0, callsSinceLanded: 7, turnsSinceLanded: 2 }))).toBe(7);
     expect(sinceLanded(sig({ turns: 3, callsSinceLanded: 7, turnsSinceLanded: 2 }))).toBe(2);
     expect(judge(sig({ ...rep, callsSinceLanded: t.stall_turns - 1 }), t).verdict).toBe("ok");
@@ -84,13 +87,15 @@ describe("worker: both conditions must hold", () => {
     ).toBe("ok");
   });
 
-  it("normalized duplicate share: below dup_warn ok, at dup_warn stalling; not judged under min_calls", () => {
-    expect(judge(sig({ ...stalled, ndupShare: t.dup_warn - 0.001 }), t).verdict).toBe("ok");
-    expect(judge(sig({ ...stalled, ndupShare: t.dup_warn }), t).reason).toBe("duplicates");
-    expect(judge(sig({ ...stalled, ndupShare: 0.99, windowSize: t.min_calls - 1 }), t).verdict).toBe("ok");
-    expect(judge(sig({ ...stalled, ndupShare: 0.99, windowSize: t.min_calls }), t).verdict).toBe("stalling");
-    // the exact share is reported, not judged: a high exact share with a low normalized one cannot flag
-    expect(judge(sig({ ...stalled, dupShare: 0.9, ndupShare: 0 }), t).verdict).toBe("ok");
+  it("repeat share: below dup_warn ok, at dup_warn stalling; not judged under min_calls", () => {
+    expect(judge(sig({ ...stalled, repeatShare: t.dup_warn - 0.001 }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, repeatShare: t.dup_warn }), t).reason).toBe("duplicates");
+    expect(judge(sig({ ...stalled, repeatShare: 0.99, windowSize: t.min_calls - 1 }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, repeatShare: 0.99, windowSize: t.min_calls }), t).verdict).toBe(
+      "stalling",
+    );
+    // the exact and normalized shares are reported, not judged
+    expect(judge(sig({ ...stalled, dupShare: 0.9, ndupShare: 0.9, repeatShare: 0 }), t).verdict).toBe("ok");
   });
 
   it("fail streak: below fail_warn ok, at fail_warn stalling, at fail_loop looping (when looped)", () => {
@@ -107,14 +112,16 @@ describe("worker: both conditions must hold", () => {
     expect(judge(sig({ ...stalled, failStreak: t.fail_loop }), t).verdict).toBe("stalling");
   });
 
-  it("top repeat: below top_warn ok, at top_warn stalling, at top_loop looping", () => {
-    expect(judge(sig({ ...stalled, topRepeat: repeat(t.top_warn - 1) }), t).verdict).toBe("ok");
-    expect(judge(sig({ ...stalled, topRepeat: repeat(t.top_warn) }), t)).toEqual({
+  it("same call, same result: below top_warn ok, at top_warn stalling, at top_loop looping", () => {
+    expect(judge(sig({ ...stalled, topSame: repeat(t.top_warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, topSame: repeat(t.top_warn) }), t)).toEqual({
       verdict: "stalling",
       reason: "repeat_target",
     });
-    expect(judge(sig({ ...looped, topRepeat: repeat(t.top_loop - 1) }), t).verdict).toBe("stalling");
-    expect(judge(sig({ ...looped, topRepeat: repeat(t.top_loop) }), t).verdict).toBe("looping");
+    expect(judge(sig({ ...looped, topSame: repeat(t.top_loop - 1) }), t).verdict).toBe("stalling");
+    expect(judge(sig({ ...looped, topSame: repeat(t.top_loop) }), t).verdict).toBe("looping");
+    // the same call with a changing result (polling) is not this signal
+    expect(judge(sig({ ...looped, topRepeat: repeat(t.top_loop * 2) }), t).verdict).toBe("ok");
   });
 
   it("flip-flops: below flip_warn ok, at flip_warn stalling, at flip_loop looping", () => {
@@ -143,15 +150,15 @@ describe("worker: both conditions must hold", () => {
       ...stalled,
       failStreak: t.fail_warn,
       flipFlops: t.flip_warn,
-      topRepeat: repeat(t.top_warn),
-      ndupShare: t.dup_warn,
+      topSame: repeat(t.top_warn),
+      repeatShare: t.dup_warn,
       injectedSinceLanded: t.continuation_warn,
     };
     expect(judge(sig(all), t).reason).toBe("fail_streak");
     expect(judge(sig({ ...all, failStreak: 0 }), t).reason).toBe("flip_flop");
     expect(judge(sig({ ...all, failStreak: 0, flipFlops: 0 }), t).reason).toBe("repeat_target");
-    expect(judge(sig({ ...all, failStreak: 0, flipFlops: 0, topRepeat: null }), t).reason).toBe("duplicates");
-    expect(judge(sig({ ...all, failStreak: 0, flipFlops: 0, topRepeat: null, ndupShare: 0 }), t).reason).toBe(
+    expect(judge(sig({ ...all, failStreak: 0, flipFlops: 0, topSame: null }), t).reason).toBe("duplicates");
+    expect(judge(sig({ ...all, failStreak: 0, flipFlops: 0, topSame: null, repeatShare: 0 }), t).reason).toBe(
       "continuations",
     );
   });
@@ -188,13 +195,13 @@ describe("read-only agents: novelty, failures, repeats; never since-landed", () 
   });
 
   it("repeats: below top_ro_warn ok, at it stalling, at top_ro_loop looping, with no stall condition", () => {
-    expect(judge(ro({ topRepeat: repeat(t.top_ro_warn - 1) }), t).verdict).toBe("ok");
-    expect(judge(ro({ topRepeat: repeat(t.top_ro_warn) }), t)).toEqual({
+    expect(judge(ro({ topSame: repeat(t.top_ro_warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(ro({ topSame: repeat(t.top_ro_warn) }), t)).toEqual({
       verdict: "stalling",
       reason: "read_only_repeat",
     });
-    expect(judge(ro({ topRepeat: repeat(t.top_ro_loop - 1) }), t).verdict).toBe("stalling");
-    expect(judge(ro({ topRepeat: repeat(t.top_ro_loop) }), t)).toEqual({
+    expect(judge(ro({ topSame: repeat(t.top_ro_loop - 1) }), t).verdict).toBe("stalling");
+    expect(judge(ro({ topSame: repeat(t.top_ro_loop) }), t)).toEqual({
       verdict: "looping",
       reason: "read_only_repeat",
     });
@@ -226,8 +233,11 @@ describe("read-only agents: novelty, failures, repeats; never since-landed", () 
     expect(judge(ro({ callsSinceNovel: t.ceiling_turns }), t).reason).toBe("ceiling");
   });
 
-  it("the whole-session rule applies to read-only agents too", () => {
-    expect(judge(ro({ cumRepeat: repeat(t.cum_warn) }), t).reason).toBe("whole_session");
-    expect(judge(ro({ cumRepeat: repeat(t.cum_loop) }), t).verdict).toBe("looping");
+  it("the whole-session rule applies to read-only agents at the window rule's looping level", () => {
+    const warn = Math.max(t.cum_warn, t.top_ro_loop);
+    const loop = Math.max(t.cum_loop, 2 * t.top_ro_loop);
+    expect(judge(ro({ cumRepeat: repeat(warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(ro({ cumRepeat: repeat(warn) }), t).reason).toBe("whole_session");
+    expect(judge(ro({ cumRepeat: repeat(loop) }), t).verdict).toBe("looping");
   });
 });

@@ -17,8 +17,8 @@ interface Level {
 function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
   if (s.failStreak >= lvl.fail) return "fail_streak";
   if (s.flipFlops >= lvl.flip) return "flip_flop";
-  if (s.topRepeat && s.topRepeat.count >= lvl.top) return "repeat_target";
-  if (s.windowSize >= t.min_calls && s.ndupShare >= lvl.dup) return "duplicates";
+  if (s.topSame && s.topSame.count >= lvl.top) return "repeat_target";
+  if (s.windowSize >= t.min_calls && s.repeatShare >= lvl.dup) return "duplicates";
   if (s.injectedSinceLanded >= t.continuation_warn) return "continuations";
   return null;
 }
@@ -63,15 +63,20 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
   return { verdict: "ok", reason: null };
 }
 
-/** Read-only agents never land by design: judged on repeats, failures and target novelty. */
+/**
+ * Read-only agents never land by design: judged on repeats, failures and
+ * target novelty. Their whole-session count never restarts, so that rule
+ * asks for as many repeats as the window rule's looping level.
+ */
 function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
-  const top = s.topRepeat?.count ?? 0;
+  const top = s.topSame?.count ?? 0;
+  const cum = s.cumRepeat?.count ?? 0;
   if (s.failStreak >= t.fail_loop) return { verdict: "looping", reason: "read_only_failures" };
   if (top >= t.top_ro_loop) return { verdict: "looping", reason: "read_only_repeat" };
-  if (s.cumRepeat && s.cumRepeat.count >= t.cum_loop) return { verdict: "looping", reason: "whole_session" };
+  if (cum >= Math.max(t.cum_loop, 2 * t.top_ro_loop)) return { verdict: "looping", reason: "whole_session" };
   if (s.failStreak >= t.fail_warn) return { verdict: "stalling", reason: "read_only_failures" };
   if (top >= t.top_ro_warn) return { verdict: "stalling", reason: "read_only_repeat" };
-  if (s.cumRepeat && s.cumRepeat.count >= t.cum_warn) return { verdict: "stalling", reason: "whole_session" };
+  if (cum >= Math.max(t.cum_warn, t.top_ro_loop)) return { verdict: "stalling", reason: "whole_session" };
   if (s.windowSize >= t.window && s.novelty < t.novelty_ro_warn)
     return { verdict: "stalling", reason: "read_only_novelty" };
   if (s.callsSinceNovel >= t.ceiling_turns) return { verdict: "stalling", reason: "ceiling" };

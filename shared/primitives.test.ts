@@ -229,6 +229,7 @@ describe("replay and sweep", () => {
     const row = evaluateCandidate([stuck, fine], labels, policy, {
       top_warn: 50,
       dup_warn: 1,
+      cum_warn: 50,
       ceiling_turns: 1000,
     });
     expect([row.loops, row.loopsCaught, row.healthy, row.healthyFlagged]).toEqual([1, 0, 1, 0]);

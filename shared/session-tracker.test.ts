@@ -22,10 +22,11 @@ function mk(
   args: unknown,
   metadata: unknown = {},
   status: RawToolCall["status"] = "completed",
+  output?: string,
 ): ToolCall {
   clock += 1000;
   return toToolCall(
-    { tool, callId: `c${clock}`, args, metadata, status },
+    { tool, callId: `c${clock}`, args, metadata, status, ...(output === undefined ? {} : { output }) },
     {
       sessionId: "s",
       parentId: null,
@@ -39,7 +40,8 @@ function mk(
 const read = (file: string, offset?: number) =>
   mk("read", { filePath: `${DIR}/${file}`, ...(offset !== undefined ? { offset, limit: 50 } : {}) });
 const readMissing = (file: string) => mk("read", { filePath: `${DIR}/${file}` }, {}, "error");
-const bash = (command: string, exit: number) => mk("bash", { command }, { exit });
+const bash = (command: string, exit: number, output?: string) =>
+  mk("bash", { command }, { exit }, "completed", output);
 const edit = (file: string, a: string, b: string) =>
   mk(
     "edit",
@@ -77,16 +79,19 @@ describe("signals", () => {
     expect(a).toMatchObject({ failStreak: 3, failTarget: "gone.ts", topTargetCount: 3 });
     expect(a.cumRepeat?.count).toBe(3);
     expect(a.mostRepeated).toEqual([{ tool: "read", target: "gone.ts", count: 3 }]);
-    // A worker landed: the cumulative repeat since landed resets at once, the window does not.
+    // A worker landed: a new stretch, so the window, the streak and the count since landed start over.
     tr.descendantLanded(clock + 2);
     const b = tr.signals();
     expect(b.cumRepeat).toBeNull();
-    expect(b.topTargetCount).toBe(3);
+    expect(b.topTargetCount).toBe(0);
+    expect(b.failStreak).toBe(0);
+    tr.recordCall(readMissing("gone.ts"));
+    expect(tr.signals()).toMatchObject({ failStreak: 1, topTargetCount: 1 });
     // A successful read of the same file ends the failure streak.
     tr.recordCall(read("gone.ts"));
     const c = tr.signals();
     expect(c.failStreak).toBe(0);
-    expect(c.topTargetCount).toBe(4);
+    expect(c.topTargetCount).toBe(2);
     // Signals are snapshots: changing one returned array does not leak into the next.
     c.mostRepeated.push({ tool: "x", target: "y", count: 9 });
     expect(tr.signals().mostRepeated).toHaveLength(1);
@@ -221,9 +226,16 @@ describe("signals", () => {
 
 describe("verdicts from real call streams, at their boundaries", () => {
   it("fail streak: the same failing test flags exactly at fail_warn", () => {
+    // the output changes every run (a different failure), so only the streak counts
     const js = run(
       tracker(),
-      Array.from({ length: t.fail_warn + 1 }, () => bash("pytest tests/t.py", 1)),
+      Array.from({ length: t.fail_warn + 1 }, (_, i) =>
+        bash(
+          "pytest tests/t.py",
+          1,
+          `FAILED test_${"abcdefghijklmnop"[i]} expected ${"qrstuvwxyzABCDEF"[i]}`,
+        ),
+      ),
     );
     expect(firstFlag(js)).toEqual({ call: t.fail_warn, verdict: "stalling", reason: "fail_streak" });
   });
@@ -276,7 +288,7 @@ describe("verdicts from real call streams, at their boundaries", () => {
   it("a read-only agent reading a deleted file over and over is flagged on failures", () => {
     const js = run(
       tracker(policyWith(), "explore"),
-      Array.from({ length: 6 }, () => readMissing("gone.js")),
+      Array.from({ length: t.fail_warn + 2 }, () => readMissing("gone.js")),
     );
     expect(firstFlag(js)).toEqual({ call: t.fail_warn, verdict: "stalling", reason: "read_only_failures" });
   });
@@ -310,7 +322,7 @@ describe("verdicts from real call streams, at their boundaries", () => {
     const calls: ToolCall[] = [];
     for (let i = 1; i <= 240; i++) {
       if (i % 12 === 0) calls.push(bash("cat .omo/boulder.json", 0));
-      else if (i % 100 === 0) calls.push(edit("a.py", `v${i}`, `v${i + 1}`));
+      else if (i % 50 === 0) calls.push(edit("a.py", `v${i}`, `v${i + 1}`));
       else calls.push(read(`f${i}.py`));
     }
     expect(firstFlag(run(tracker(), calls))).toBeNull();
@@ -351,14 +363,16 @@ describe("verdicts from real call streams, at their boundaries", () => {
         injected: true,
       });
     const verdicts: string[] = [];
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < t.stall_turns + 2; i++) {
       injected();
       turn();
       tr.recordCall(read(`new${i}.py`));
       verdicts.push(tr.evaluate().reason ?? "ok");
     }
-    expect(verdicts.slice(0, t.continuation_warn - 1).every((v) => v === "ok")).toBe(true);
-    expect(verdicts).toContain("continuations");
+    // judged once the stretch is stall_turns long, with continuation_warn injected turns in it
+    const at = Math.max(t.stall_turns, t.continuation_warn);
+    expect(verdicts.slice(0, at - 1).every((v) => v === "ok")).toBe(true);
+    expect(verdicts[at - 1]).toBe("continuations");
   });
 });
 
@@ -407,6 +421,8 @@ describe("memory stays bounded however long a session runs", () => {
         effect: k === 0 ? "test" : k === 1 ? "change" : k === 2 && i % 3 === 0 ? "change" : "none",
         change: k === 2 && i % 3 === 0 ? { fwd: `f${i}`, rev: `r${i}` } : null,
         write: k === 1 ? { path: `p${i}`, content: `h${i}`, prior: undefined, existed: null } : null,
+        outcome: `o${i}`,
+        worktree: k === 0 && i % 5 === 0 ? { before: `w${i}`, after: `w${i + 1}` } : null,
         time: i,
       };
       tr.recordCall(call);
@@ -442,7 +458,8 @@ describe("memory stays bounded however long a session runs", () => {
     const at100k = footprint(tr);
     const s = tr.signals();
     expect(s.calls).toBe(100_000);
-    expect(s.windowSize).toBe(t.window);
+    // landings every few calls keep the stretch short; the window cap itself is tested above
+    expect(s.windowSize).toBeLessThanOrEqual(t.window);
     // bounded: no growth from 20k to 100k events, and far below one entry per event
     expect(at100k).toBeLessThanOrEqual(Math.ceil(at20k * 1.05));
     expect(at100k).toBeLessThan(20_000);

@@ -1,6 +1,10 @@
 // One session's rolling state: the last N tool events with incremental counts,
-// what landed, what repeats. Memory is bounded however long the session runs:
-// the window holds N slots, every other map is capped.
+// what landed, what repeats. Repetition is evidence only inside one stretch
+// without a landed change (the spec's "duplicates PLUS no landed change"): a
+// landing, a descendant's landing or a real user message starts a new
+// stretch and clears the window, the failure streaks and the whole-session
+// counts. Memory is bounded however long the session runs: the window holds
+// N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
 import { writeChange } from "./change.ts";
 import { judge } from "./judge.ts";
@@ -22,13 +26,14 @@ interface Slot {
   seq: number;
   fp: string;
   nfp: string;
+  /** The normalized call with its answer: equal keys are the same call with the same result. */
+  same: string;
   targetKey: string;
   tool: string;
   target: string;
   failed: boolean;
   novel: boolean;
   reverted: boolean;
-  change: string | null;
 }
 
 interface Label {
@@ -38,7 +43,14 @@ interface Label {
 
 type WindowSignals = Pick<
   Signals,
-  "failStreak" | "failTarget" | "topTarget" | "topTargetCount" | "topRepeat" | "cumRepeat" | "mostRepeated"
+  | "failStreak"
+  | "failTarget"
+  | "topTarget"
+  | "topTargetCount"
+  | "topRepeat"
+  | "topSame"
+  | "cumRepeat"
+  | "mostRepeated"
 >;
 
 const ABSENT = "absent";
@@ -64,14 +76,21 @@ export class SessionTracker {
   private seq = 0;
   private readonly fpCount = new Map<string, number>();
   private readonly nfpCount = new Map<string, number>();
+  private readonly sameCount = new Map<string, number>();
   private readonly targetCount = new Map<string, number>();
   private readonly labels = new Map<string, Label>();
+  /** Failures of one exact call since its last success (key: fp), and that call's normalized key. */
   private readonly streaks = new Map<string, number>();
-  private readonly landedChanges = new Map<string, number>();
+  private readonly streakNfp = new Map<string, string>();
+  /** Changes that landed (forward fingerprint), remembered across stretches to tell a revert. */
+  private readonly landedChanges = new BoundedMap<string, true>(512);
+  /** Work-tree states this session has seen, to tell a return to an earlier state. */
+  private readonly treeStates = new BoundedMap<string, true>(512);
   private readonly testFailed = new BoundedMap<string, boolean>(256);
   private readonly writeContent = new BoundedMap<string, string>(256);
   private readonly seenTargets = new BoundedMap<string, true>(4096);
   private readonly usageSeen = new BoundedMap<string, true>(256);
+  private readonly userTexts = new BoundedMap<string, true>(64);
   private readonly cumSinceLanded = new TopK<Label>(32);
   private readonly sessionTop = new TopK<Label>(32);
   /** Bumped by every change to the window, its maps or the top-k (see windowSignals). */
@@ -120,25 +139,11 @@ export class SessionTracker {
     this.windowVersion++;
     this.touch(call.time);
     this.seq++;
-    const { landed, reverted, changeFp } = this.decideLanded(call);
+    const { landed, reverted } = this.decideLanded(call);
     const targetKey = `${call.tool}\u0000${call.target}`;
     const novel = !this.seenTargets.has(targetKey);
     this.seenTargets.set(targetKey, true);
-
-    this.push({
-      seq: this.seq,
-      fp: call.fp,
-      nfp: call.nfp,
-      targetKey,
-      tool: call.tool,
-      target: call.target,
-      failed: call.failed,
-      novel,
-      reverted,
-      change: landed ? changeFp : null,
-    });
-    if (call.failed) this.streaks.set(call.nfp, (this.streaks.get(call.nfp) ?? 0) + 1);
-    else this.streaks.delete(call.nfp);
+    const same = `${call.nfp}\u0000${call.outcome ?? ""}`;
 
     this.calls++;
     if (call.failed) this.failures++;
@@ -147,11 +152,33 @@ export class SessionTracker {
     const label = { tool: call.tool, target: call.target };
     this.sessionTop.add(call.nfp, label);
     if (landed) {
+      // The landing ends the stretch: it is not evidence in the next one.
       this.landed++;
       this.markLanded(call.time);
     } else {
+      this.push({
+        seq: this.seq,
+        fp: call.fp,
+        nfp: call.nfp,
+        same,
+        targetKey,
+        tool: call.tool,
+        target: call.target,
+        failed: call.failed,
+        novel,
+        reverted,
+      });
+      // Keyed by the exact call: retries that vary (a different edit each
+      // time) are attempts, the same call failing again and again is a loop.
+      if (call.failed) {
+        this.streaks.set(call.fp, (this.streaks.get(call.fp) ?? 0) + 1);
+        this.streakNfp.set(call.fp, call.nfp);
+      } else {
+        this.streaks.delete(call.fp);
+        this.streakNfp.delete(call.fp);
+      }
       this.callsSinceLanded++;
-      this.cumSinceLanded.add(call.fp, label);
+      this.cumSinceLanded.add(same, label);
     }
     // Spelled out, not `{ ...call }`: the spread took V8's slow copy path and was
     // most of this method's time in the replay profile (bench/core-replay.ts).
@@ -169,6 +196,8 @@ export class SessionTracker {
       effect: call.effect,
       change: call.change,
       write: call.write,
+      outcome: call.outcome,
+      worktree: call.worktree,
       time: call.time,
       landed,
       reverted,
@@ -177,16 +206,17 @@ export class SessionTracker {
     return event;
   }
 
-  private decideLanded(call: ToolCall): { landed: boolean; reverted: boolean; changeFp: string | null } {
-    const no = { landed: false, reverted: false, changeFp: null };
+  private decideLanded(call: ToolCall): { landed: boolean; reverted: boolean } {
+    const no = { landed: false, reverted: false };
     if (call.effect === "test") {
       // A fix landed only when a test passes after the same call last failed.
       const failedBefore = this.testFailed.get(call.fp) === true;
       this.testFailed.set(call.fp, call.failed);
-      return { landed: !call.failed && failedBefore, reverted: false, changeFp: null };
+      if (!call.failed && failedBefore) return { landed: true, reverted: false };
     }
+    if (call.worktree) return this.decideTree(call.worktree);
     if (call.failed) return no;
-    if (call.effect === "commit") return { landed: true, reverted: false, changeFp: null };
+    if (call.effect === "commit") return { landed: true, reverted: false };
     if (call.effect !== "change") return no;
     let change = call.change;
     if (call.write) {
@@ -200,12 +230,25 @@ export class SessionTracker {
       change = writeChange(w.path, prior ?? "unknown", w.content);
     }
     if (!change) return no;
-    // A change that repeats or undoes one already landed in the window is no net progress.
+    // A change that repeats or undoes one already landed is no net progress.
     if (this.landedChanges.has(change.fwd) || this.landedChanges.has(change.rev)) {
-      return { landed: false, reverted: true, changeFp: null };
+      return { landed: false, reverted: true };
     }
-    this.landedChanges.set(change.fwd, this.seq);
-    return { landed: true, reverted: false, changeFp: change.fwd };
+    this.landedChanges.set(change.fwd, true);
+    return { landed: true, reverted: false };
+  }
+
+  /**
+   * The live probe's answer for a bash call: the work tree changed and is in
+   * a state this session has not seen before. Coming back to an earlier state
+   * (an edit undone, a file deleted again) is a revert, not progress.
+   */
+  private decideTree(tree: { before: string; after: string }): { landed: boolean; reverted: boolean } {
+    this.treeStates.set(tree.before, true);
+    if (tree.after === tree.before) return { landed: false, reverted: false };
+    if (this.treeStates.has(tree.after)) return { landed: false, reverted: true };
+    this.treeStates.set(tree.after, true);
+    return { landed: true, reverted: false };
   }
 
   private push(slot: Slot): void {
@@ -214,14 +257,15 @@ export class SessionTracker {
       const old = this.ring[this.head] as Slot;
       bump(this.fpCount, old.fp, -1);
       bump(this.nfpCount, old.nfp, -1);
+      bump(this.sameCount, old.same, -1);
       bump(this.targetCount, old.targetKey, -1);
-      if (!this.nfpCount.has(old.nfp)) {
-        this.streaks.delete(old.nfp);
-        this.labels.delete(old.nfp);
+      if (!this.nfpCount.has(old.nfp)) this.labels.delete(old.nfp);
+      if (!this.fpCount.has(old.fp)) {
+        this.streaks.delete(old.fp);
+        this.streakNfp.delete(old.fp);
       }
       if (old.novel) this.novelInWindow--;
       if (old.reverted) this.revertedInWindow--;
-      if (old.change && this.landedChanges.get(old.change) === old.seq) this.landedChanges.delete(old.change);
     } else {
       this.size++;
     }
@@ -229,6 +273,7 @@ export class SessionTracker {
     this.head = (this.head + 1) % cap;
     bump(this.fpCount, slot.fp, 1);
     bump(this.nfpCount, slot.nfp, 1);
+    bump(this.sameCount, slot.same, 1);
     bump(this.targetCount, slot.targetKey, 1);
     this.labels.set(slot.nfp, { tool: slot.tool, target: slot.target });
     if (slot.novel) this.novelInWindow++;
@@ -236,8 +281,29 @@ export class SessionTracker {
   }
 
   private markLanded(time: number): void {
-    this.windowVersion++;
     this.lastLandedAt = time;
+    this.newStretch();
+  }
+
+  /**
+   * Starts a stretch: evidence from before a landing (or before a person
+   * spoke) says nothing about the work after it, so the window, the failure
+   * streaks and the counts since landed start over, and a flag is lifted.
+   */
+  private newStretch(): void {
+    this.windowVersion++;
+    this.ring.fill(undefined);
+    this.head = 0;
+    this.size = 0;
+    this.fpCount.clear();
+    this.nfpCount.clear();
+    this.sameCount.clear();
+    this.targetCount.clear();
+    this.labels.clear();
+    this.streaks.clear();
+    this.streakNfp.clear();
+    this.novelInWindow = 0;
+    this.revertedInWindow = 0;
     this.callsSinceLanded = 0;
     this.turnsSinceLanded = 0;
     this.usdSinceLanded = 0;
@@ -285,11 +351,20 @@ export class SessionTracker {
     this.promptTokensSinceLanded += promptTokens;
   }
 
+  /**
+   * A user turn: an injected continuation is evidence; a person steering
+   * (new words, not a nudge sent again) starts a new stretch.
+   */
   recordUser(u: UserObservation): void {
     this.touch(u.time);
-    if (u.injected) {
+    const repeated = !!u.textHash && this.userTexts.has(u.textHash);
+    if (u.textHash) this.userTexts.set(u.textHash, true);
+    if (u.injected || repeated) {
       this.injectedSinceLanded++;
       this.injectedTotal++;
+    } else {
+      this.sticky = { verdict: "ok", reason: null };
+      this.newStretch();
     }
   }
 
@@ -324,6 +399,7 @@ export class SessionTracker {
     if (this.cached && this.cachedAt === this.windowVersion) return this.cached;
     const topTarget = this.maxOf(this.targetCount);
     const topNfp = this.maxOf(this.nfpCount);
+    const topSame = this.maxOf(this.sameCount);
     const streak = this.maxOf(this.streaks);
     const cum = this.cumSinceLanded.max();
     const labelOf = (key: string | undefined): Label | undefined => (key ? this.labels.get(key) : undefined);
@@ -332,10 +408,11 @@ export class SessionTracker {
       label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
     this.cached = {
       failStreak: streak?.[1] ?? 0,
-      failTarget: streak ? (labelOf(streak[0])?.target ?? null) : null,
+      failTarget: streak ? (labelOf(this.streakNfp.get(streak[0]))?.target ?? null) : null,
       topTarget: topTarget ? (topTarget[0].split("\u0000")[1] ?? null) : null,
       topTargetCount: topTarget?.[1] ?? 0,
       topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
+      topSame: topSame ? repeat(labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
       cumRepeat: cum ? repeat(cum.label, cum.count) : null,
       mostRepeated: this.sessionTop
         .top(3)
@@ -362,6 +439,8 @@ export class SessionTracker {
       windowSize: n,
       dupShare: n ? 1 - this.fpCount.size / n : 0,
       ndupShare: n ? 1 - this.nfpCount.size / n : 0,
+      sameShare: n ? 1 - this.sameCount.size / n : 0,
+      repeatShare: n ? 1 - (this.sameCount.size + this.nfpCount.size) / (2 * n) : 0,
       failStreak: w.failStreak,
       failTarget: w.failTarget,
       contextTokens: this.contextTokens,
@@ -369,6 +448,7 @@ export class SessionTracker {
       topTarget: w.topTarget,
       topTargetCount: w.topTargetCount,
       topRepeat: w.topRepeat,
+      topSame: w.topSame,
       cumRepeat: w.cumRepeat,
       mostRepeated: [...w.mostRepeated],
       novelty: n ? this.novelInWindow / n : 1,

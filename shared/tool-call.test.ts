@@ -83,6 +83,8 @@ describe("normalized fingerprint: read", () => {
 });
 
 // 28 differently-worded whole-file reads of one file: the incident #8 shape.
+// Rewordings of one read of .omo/boulder.json (the spec's Atlas loop re-read
+// it 28 times in different words): the same viewer action on the same file.
 const BOULDER_VARIANTS = [
   "cat .omo/boulder.json",
   "cat ./.omo/boulder.json",
@@ -93,24 +95,24 @@ const BOULDER_VARIANTS = [
   `cat ${DIR}/.omo/boulder.json`,
   `cd ${DIR} && cat .omo/boulder.json`,
   `cd ${DIR}; cat .omo/boulder.json`,
+  `cd ${DIR}\ncat .omo/boulder.json`,
   `cd ${DIR} && cat ./.omo/boulder.json 2>/dev/null`,
   "cat .omo/boulder.json 2>/dev/null",
   "cat .omo/boulder.json 2>&1",
   "less .omo/boulder.json",
   "more .omo/boulder.json",
   "bat .omo/boulder.json",
+  "nl .omo/boulder.json",
   "cat -- .omo/boulder.json",
-  "jq . .omo/boulder.json",
-  "cat .omo/boulder.json | jq .",
-  "cat .omo/boulder.json | jq '.status'",
-  "cat .omo/boulder.json | python3 -m json.tool",
+  "cat -n .omo/boulder.json",
   "FOO=1 cat .omo/boulder.json",
   "LC_ALL=C PAGER=cat cat .omo/boulder.json",
   "env TERM=dumb cat .omo/boulder.json",
   "timeout 5 cat .omo/boulder.json",
   "command cat .omo/boulder.json",
-  "python3 -c 'import json;print(json.load(open(\".omo/boulder.json\")))'",
-  "grep -c status .omo/boulder.json",
+  "nohup cat .omo/boulder.json",
+  "sed -n p .omo/boulder.json",
+  "cat .omo/boulder.json | cat",
   `export X=2 && cd ${DIR} && cat .omo/boulder.json`,
 ];
 
@@ -123,6 +125,25 @@ describe("normalized fingerprint: bash", () => {
     expect(new Set(exact).size).toBe(28);
     const odd = BOULDER_VARIANTS.filter((_, i) => keys[i] !== keys[0]);
     expect(odd).toEqual([]);
+  });
+
+  it("keeps the program: rm, python and cat of one file are three actions (class 3)", () => {
+    const keys = ["rm reproduce.py", "python reproduce.py", "cat reproduce.py", "git add reproduce.py"].map(
+      (c) => bash(c).nfp,
+    );
+    expect(new Set(keys).size).toBe(4);
+    // each still collapses with its own rewordings
+    expect(bash(`cd ${DIR} && python3 ./reproduce.py 2>&1`).nfp).toBe(bash("python reproduce.py").nfp);
+    expect(bash("rm -f reproduce.py").nfp).toBe(bash(`rm ${DIR}/reproduce.py`).nfp);
+  });
+
+  it("keeps what a search or a script asks: other patterns and other snippets are other calls", () => {
+    const f = ".omo/boulder.json";
+    expect(bash(`grep -n status ${f}`).nfp).not.toBe(bash(`grep -n pr_url ${f}`).nfp);
+    expect(bash(`grep -n status ${f}`).nfp).toBe(bash(`cd ${DIR} && grep status ./${f}`).nfp);
+    expect(bash(`jq .status ${f}`).nfp).not.toBe(bash(`jq .pr_url ${f}`).nfp);
+    expect(bash("python3 -c 'print(1)'").nfp).not.toBe(bash("python3 -c 'print(2)'").nfp);
+    expect(bash(`jq . ${f}`).nfp).not.toBe(bash(`cat ${f}`).nfp);
   });
 
   it("does not collapse commands on a different file", () => {

@@ -1,19 +1,14 @@
 // Turns one finished tool call (tool name, arguments, metadata, status) into a
 // ToolCall: hashes, a coarse target and booleans. The arguments and output are
 // read here and dropped; nothing of them is kept but hashes.
-import {
-  commandNumbers,
-  commandTarget,
-  isCommitCommand,
-  isTestCommand,
-  referencedFiles,
-  segments,
-  workText,
-} from "./bash-command.ts";
+import { commandTarget, isCommitCommand, isTestCommand } from "./bash-command.ts";
+import { bashKey } from "./bash-key.ts";
+import { bashWrites } from "./bash-writes.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import { diffChange, editChange } from "./change.ts";
 import { coarsePath } from "./coarse-path.ts";
 import { sha256, shortHash } from "./hash.ts";
+import { outcomeHash } from "./outcome.ts";
 import { slugAgent } from "./policy.ts";
 import type { Effect, ToolCall } from "./types.ts";
 
@@ -27,6 +22,8 @@ export interface CallContext {
   testPatterns: readonly RegExp[];
   /** For write: the content hash of the file before the call, when the sensor read it (null: absent). */
   writePrior?: string | null;
+  /** For bash: the work-tree fingerprint before and after the call, when the live sensor probed it. */
+  worktree?: { before: string; after: string } | null;
 }
 
 /**
@@ -47,6 +44,7 @@ export function callContext(
     directory: ctx.directory,
     testPatterns: ctx.testPatterns,
     writePrior: ctx.writePrior,
+    worktree: ctx.worktree,
   };
 }
 
@@ -56,6 +54,8 @@ export interface RawToolCall {
   args: unknown;
   metadata: unknown;
   status: "completed" | "error";
+  /** What the tool answered (output or error text): hashed into ToolCall.outcome, then dropped. */
+  output?: unknown;
 }
 
 type Args = Record<string, unknown>;
@@ -101,18 +101,18 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
   if (t === "bash" || t === "shell") {
     const command = str(args.command) ?? "";
     // Reworded commands over the same files and slice collapse to one key
-    // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`); without
-    // files, the whitespace-normalized command is the key.
-    const work = workText(command);
-    const found = referencedFiles(work);
-    const nums = commandNumbers(work, found);
-    const files = [...new Set(found.map(rel))].filter((f) => f !== ".").sort();
-    const key = files.length
-      ? `bash|files:${files.join(",")}|nums:${nums.join(",")}`
-      : `bash|cmd:${segments(command)
-          .map((s) => s.join(" "))
-          .join(" ; ")}`;
-    return { target: commandTarget(command), key };
+    // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`), while the
+    // program stays in it (`rm f`, `python f` and `cat f` differ).
+    return { target: commandTarget(command), key: bashKey(command, rel) };
+  }
+  if (t === "invalid") {
+    // opencode's stand-in for a call the model sent with bad arguments: the
+    // tool it meant and the validation error are all it records.
+    const meant = str(args.tool) ?? "?";
+    return {
+      target: `invalid ${meant.slice(0, 40)}`,
+      key: `invalid|${meant}|${sha256(str(args.error) ?? "")}`,
+    };
   }
   if (READ_TOOLS.has(t)) {
     const p = rel(filePathOf(args) ?? "?");
@@ -209,6 +209,16 @@ function effectOf(
       return { effect: "commit" as Effect, change: null, write: null };
     if (isTestCommand(command, ctx.testPatterns))
       return { effect: "test" as Effect, change: null, write: null };
+    // Without a work-tree probe, a command that writes a work-tree file and
+    // exits 0 is a change; the same command again changes nothing new.
+    if (exit === 0 && !ctx.worktree && bashWrites(command, ctx.directory).length > 0) {
+      const fwd = sha256(`bash-write\u0000${command}`);
+      return {
+        effect: "change" as Effect,
+        change: { fwd, rev: sha256(`bash-unwrite\u0000${command}`) },
+        write: null,
+      };
+    }
   }
   return { effect: "none" as Effect, change: null, write: null };
 }
@@ -222,7 +232,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   // bash's real exit code is metadata.exit (never output.exitCode / exit_code); null on timeout or abort.
   const exit = isBash ? (num(meta.exit) ?? null) : null;
   const timedOut = isBash && "exit" in meta && meta.exit === null;
-  const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut;
+  const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut || lower === "invalid";
   const shape = shapeOf(raw.tool, args, meta, ctx);
   const { effect, change, write } = effectOf(raw.tool, args, meta, raw.status, exit, ctx);
   return {
@@ -239,6 +249,13 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
     effect,
     change,
     write,
+    outcome: outcomeOf(raw, exit),
+    worktree: isBash ? (ctx.worktree ?? null) : null,
     time: ctx.time,
   };
+}
+
+/** The answer's hash (see outcome.ts); null when the source kept no answer. */
+function outcomeOf(raw: RawToolCall, exit: number | null): string | null {
+  return typeof raw.output === "string" ? outcomeHash(raw.status, exit, raw.output) : null;
 }

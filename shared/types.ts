@@ -30,6 +30,14 @@ export interface ToolCall {
   change: { fwd: string; rev: string } | null;
   /** For write: the path key and content hash; prior is the content hash before, when the sensor knew it. */
   write: { path: string; content: string; prior: string | null | undefined; existed: boolean | null } | null;
+  /**
+   * A hash of what the tool answered (its output or error text), taken where
+   * the call is read and never sent or stored: the same call with the same
+   * answer is strong loop evidence, with a changing answer (polling) weak.
+   */
+  outcome: string | null;
+  /** The work-tree fingerprint before and after a bash call, when the live sensor probed it. */
+  worktree: { before: string; after: string } | null;
   time: number;
 }
 
@@ -71,6 +79,8 @@ export interface UserObservation {
   agent: string;
   time: number;
   injected: boolean;
+  /** Hash of the typed text (see userTextHash); repeating it is a nudge, not steering. */
+  textHash?: string | null;
 }
 
 export interface CompactionObservation {
@@ -124,6 +134,13 @@ export interface Signals {
   windowSize: number;
   dupShare: number;
   ndupShare: number;
+  /** Share of the window's calls that repeat an earlier one with the same result. */
+  sameShare: number;
+  /**
+   * The repetition share the judge uses: a repeat with the same result counts
+   * one, a repeat whose result changed (polling, a rerun after a revert) one half.
+   */
+  repeatShare: number;
   failStreak: number;
   failTarget: string | null;
   contextTokens: number;
@@ -132,7 +149,9 @@ export interface Signals {
   topTargetCount: number;
   /** The most repeated normalized call in the window. */
   topRepeat: RepeatInfo | null;
-  /** The most repeated exact call since the last landed change (whole-session rule). */
+  /** The most repeated normalized call with the same result each time, in the window. */
+  topSame: RepeatInfo | null;
+  /** The most repeated call with the same result since the last landed change (whole-session rule). */
   cumRepeat: RepeatInfo | null;
   /** Most repeated calls over the whole session, for the report. */
   mostRepeated: RepeatInfo[];

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { configSchema } from "../../shared/index.ts";
 import { ConfigError, findConfigDir, LiveConfig, readFileLayers } from "./live-config.ts";
 
 describe("LiveConfig", () => {
@@ -63,7 +64,7 @@ describe("LiveConfig", () => {
     if (!bad.ok) expect(bad.issues[0]?.path).toBe("progress.mode");
     expect(live.get().progress.mode).toBe("warn");
     expect(live.tryReset("thresholds.dup_warn").ok).toBe(true);
-    expect(live.get().thresholds.dup_warn).toBe(0.4);
+    expect(live.get().thresholds.dup_warn).toBe(configSchema.parse({}).thresholds.dup_warn);
     expect(seen).toEqual(["progress.heartbeat", "thresholds.dup_warn"]);
   });
 });

@@ -32,6 +32,7 @@ export function fromToolHook(
       args: i.args,
       metadata: o.metadata,
       status: "completed",
+      output: o.output,
     },
     callContext(ctx, text(i.sessionID, "unknown"), ctx.time),
   );

@@ -1,7 +1,7 @@
 // The stored shape -> observations. GET /session/{id}/message, `opencode
 // export` and the opencode.db message/part tables all hold {info, parts}
 // records; live message.part.updated events carry the same part shape.
-import { isInjectedTurn, type TextPartLike } from "../injected.ts";
+import { isInjectedTurn, type TextPartLike, userTextHash } from "../injected.ts";
 import { type CallContext, callContext, toToolCall } from "../tool-call.ts";
 import type { Observation, ToolCall, TurnObservation } from "../types.ts";
 
@@ -45,6 +45,7 @@ export function fromToolPart(
       args: state.input,
       metadata: state.metadata,
       status,
+      output: typeof state.output === "string" ? state.output : state.error,
     },
     callContext(ctx, ctx.sessionId, num(time.end) || num(time.start) || ctx.time || 0),
   );
@@ -99,6 +100,7 @@ export function observationsFromMessages(
         agent: who,
         time: created,
         injected: isInjectedTurn(parts as TextPartLike[], opts.continuationMarkers),
+        textHash: userTextHash(parts as TextPartLike[]),
       });
       continue;
     }

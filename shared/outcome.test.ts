@@ -1,0 +1,33 @@
+import { describe, expect, it } from "vitest";
+import { maskVolatile, outcomeHash } from "./outcome.ts";
+
+describe("outcome: the same answer across reruns", () => {
+  it("masks what changes between identical runs", () => {
+    const a = "FAILED tests/t.py::test_x - assert 1 == 2\n1 failed in 0.53s";
+    const b = "FAILED tests/t.py::test_x - assert 1 == 2\n1 failed in 0.61s";
+    expect(outcomeHash("completed", 1, a)).toBe(outcomeHash("completed", 1, b));
+    expect(maskVolatile("/bin/bash: line 334: cd: fastxml/: No such file")).toBe(
+      maskVolatile("/bin/bash: line 352: cd: fastxml/: No such file"),
+    );
+    expect(maskVolatile("<Foo object at 0x7f3a2b1c>")).toBe(maskVolatile("<Foo object at 0x7f99aa00>"));
+    expect(maskVolatile("at 2026-12-03T16:42:18Z done")).toBe(maskVolatile("at 2026-12-03T17:01:02Z done"));
+    expect(maskVolatile("commit 4482213d6ab81a96db")).toBe(maskVolatile("commit 9f1e0c2b7d3a55e1aa"));
+  });
+
+  it("keeps what an agent may be waiting on: counters, percentages, results", () => {
+    expect(maskVolatile("3/10 jobs done")).not.toBe(maskVolatile("5/10 jobs done"));
+    expect(maskVolatile("build 45%")).not.toBe(maskVolatile("build 90%"));
+    expect(outcomeHash("completed", 1, "5 passed, 1 failed")).not.toBe(
+      outcomeHash("completed", 1, "6 passed, 0 failed"),
+    );
+    expect(outcomeHash("completed", 0, "status: queued")).not.toBe(
+      outcomeHash("completed", 0, "status: running"),
+    );
+  });
+
+  it("status and exit code are part of the answer", () => {
+    expect(outcomeHash("completed", 0, "x")).not.toBe(outcomeHash("completed", 1, "x"));
+    expect(outcomeHash("completed", null, "x")).not.toBe(outcomeHash("error", null, "x"));
+    expect(outcomeHash("completed", 0, "x")).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
