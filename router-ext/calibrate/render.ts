@@ -2,7 +2,9 @@
 // table and the self-contained HTML report (inline SVG, no external assets,
 // ASCII only: anything else in the data becomes an HTML character reference).
 import type { ReplayResult, SweepRow, Thresholds, TimelineTick, Verdict } from "../../shared/index.ts";
+import type { Audit, Figures, SetAudit } from "./audit.ts";
 import type { Labels } from "./labels.ts";
+import type { Edge, KnobMargin } from "./margins.ts";
 import type { SweepResult } from "./sweep.ts";
 
 /** Printable ASCII for the terminal: other characters become "?". */
@@ -77,7 +79,13 @@ export function renderSummary(results: readonly ReplayResult[]): string {
  */
 export function toJsonDoc(
   results: readonly ReplayResult[],
-  opts: { timeline?: boolean; sweep?: SweepResult | null; labels?: Labels } = {},
+  opts: {
+    timeline?: boolean;
+    sweep?: SweepResult | null;
+    labels?: Labels;
+    audit?: Audit | null;
+    margins?: KnobMargin[] | null;
+  } = {},
 ): Record<string, unknown> {
   const sessions = results.map((r) => {
     if (opts.timeline) return r;
@@ -93,6 +101,8 @@ export function toJsonDoc(
       perfect: opts.sweep.perfect,
     };
   }
+  if (opts.audit) doc.audit = opts.audit;
+  if (opts.margins) doc.margins = opts.margins;
   return doc;
 }
 
@@ -141,6 +151,105 @@ export function renderSweep(result: SweepResult, top = 10): string {
       out.push("config/config.local.yaml:", "thresholds:", ...keys.map(([k, v]) => `  ${k}: ${v}`));
   }
   return out.join("\n");
+}
+
+// ---------------------------------------------------------------------------
+// Audit and margins
+
+/** Aligned columns two spaces apart; numbers (every column but the first) right-aligned unless `left`. */
+function columns(rows: readonly string[][], left = false): string[] {
+  const widths: number[] = [];
+  for (const r of rows) for (const [i, c] of r.entries()) widths[i] = Math.max(widths[i] ?? 0, c.length);
+  return rows.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 && left ? c : pad(c, widths[i] as number, !left && i > 0)))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
+const orDash = (v: number | null) => (v === null ? "-" : String(v));
+
+function figureCells(name: string, f: Figures): string[] {
+  return [
+    name,
+    `${f.loopsCaught}/${f.loops}`,
+    `${f.healthyFlagged}/${f.healthy}`,
+    orDash(f.medianFirstFlag),
+    orDash(f.maxFirstFlag),
+  ];
+}
+
+function renderSet(a: SetAudit, details: boolean): string[] {
+  const l = a.labelled;
+  const head = `labelled set ${ascii(a.name)}: ${l.loop} loop, ${l.healthy} healthy, ${l.unclear} unclear loaded${a.notLoaded ? ` (${a.notLoaded} labelled session(s) not among those loaded)` : ""}`;
+  const rows = [
+    ["", "loops caught", "healthy flagged", "first flag median", "max"],
+    figureCells("all", a.all),
+    ...(a.halves ? [figureCells("half A", a.halves.A), figureCells("half B", a.halves.B)] : []),
+  ];
+  const out = [head, ...columns(rows).map((r) => `  ${r}`)];
+  const s = a.loopStarts;
+  if (s) {
+    out.push(
+      `  labelled loop start (notes "calls X-Y"), ${s.loops} caught loop(s): median start call ${orDash(s.medianStart)}, median first flag ${orDash(s.medianFirstFlag)}, ${s.flaggedBeforeStart} flagged before the labelled start`,
+    );
+  }
+  if (!details) return out;
+  const half = (h: string) => (a.halves ? ` [half ${h}]` : "");
+  out.push(`  false flags (healthy runs flagged): ${a.falseFlags.length ? "" : "none"}`.trimEnd());
+  for (const f of a.falseFlags)
+    out.push(`    ${ascii(f.id)}${half(f.half)} at call ${orDash(f.call)}, ${f.verdict}: ${ascii(f.why)}`);
+  out.push(`  loops missed: ${a.missed.length ? "" : "none"}`.trimEnd());
+  for (const m of a.missed) out.push(`    ${ascii(m.id)}${half(m.half)}, ${m.calls} calls: ${ascii(m.why)}`);
+  return out;
+}
+
+/** Per labelled set: the figures (and both halves with --split), then every false flag and missed loop. */
+export function renderAudit(a: Audit): string {
+  const out: string[] = [];
+  if (a.split) out.push("split: half A = first byte of sha256(session id) even, half B = odd");
+  const many = a.sets.length > 1;
+  a.sets.forEach((set, i) => {
+    // The combined set comes last; its false flags and misses are listed under their own sets.
+    out.push(...renderSet(set, !(many && i === a.sets.length - 1)));
+  });
+  return out.join("\n");
+}
+
+function edgeText(e: Edge | null, current: number, none: string): string {
+  if (!e) return none;
+  const d = Math.round((e.value - current) * 1e6) / 1e6;
+  const shown = e.ids.slice(0, 2).map(ascii).join(", ");
+  const more = e.ids.length > 2 ? `, +${e.ids.length - 2} more` : "";
+  return `${e.value} (${d > 0 ? "+" : ""}${d === 0 ? "current" : d}): ${shown}${more}`;
+}
+
+/** The margins table: per knob, the safe run around the current value and what lies just past each end. */
+export function renderMargins(
+  list: readonly KnobMargin[],
+  meta: { loops: number; healthy: number; trees: number; ms: number },
+): string {
+  const runs = list.reduce((n, m) => n + m.treeRuns, 0);
+  const rows = list.map((m) => {
+    const lo = m.range.flagsMore === "lower";
+    if (m.off) return [m.knob, String(m.current), "off", "-", "-"];
+    return [
+      m.knob,
+      String(m.current),
+      m.safe ? `${m.safe.from}..${m.safe.to}` : "-",
+      edgeText(m.falseFlag, m.current, `none ${lo ? "down to" : "up to"} ${lo ? m.range.min : m.range.max}`),
+      edgeText(m.missedLoop, m.current, `none ${lo ? "up to" : "down to"} ${lo ? m.range.max : m.range.min}`),
+    ];
+  });
+  return [
+    `margins: one knob at a time, the others at their current values, over ${meta.loops} labelled loop(s) and ${meta.healthy} healthy run(s); steps of 1 (counts), 0.05 (shares), $0.25 (dollars); ${runs} tree replays (${(runs / Math.max(meta.trees, 1)).toFixed(0)} full-corpus equivalents) in ${(meta.ms / 1000).toFixed(1)} s`,
+    "safe range: the values around the current one that flag no healthy run and catch every loop",
+    ...columns(
+      [["knob", "current", "safe range", "nearest false flag", "nearest missed loop"], ...rows],
+      true,
+    ),
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------------------

@@ -1,12 +1,26 @@
 // `stallguard calibrate` without the argument parser: load sessions, replay
-// them through the core, print the table / JSON / HTML, and sweep thresholds
-// over labelled sessions. Returns the exit code; never throws.
+// them through the core, print the table / JSON / HTML, audit labelled sets
+// (both halves of the fixed split with --split), scan each threshold's
+// margins, and sweep thresholds over labelled sessions. Returns the exit
+// code; never throws.
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseDuration, policyFromConfig, type ReplayResult, replay } from "../../shared/index.ts";
+import { UsageError } from "./args.ts";
+import { type Audit, audit, toExplain } from "./audit.ts";
 import { loadConfig } from "./config.ts";
-import { type Labels, labelCounts, mergeLabels, parseLabels } from "./labels.ts";
+import { explainSessions } from "./explain.ts";
+import { type LabelSet, type Labels, labelCounts, mergeSets, parseLabelSet } from "./labels.ts";
+import { type KnobMargin, margins as scanMargins } from "./margins.ts";
 import { createProgress } from "./progress.ts";
-import { renderHtml, renderSummary, renderSweep, renderTable, toJsonDoc } from "./render.ts";
+import {
+  renderAudit,
+  renderHtml,
+  renderMargins,
+  renderSummary,
+  renderSweep,
+  renderTable,
+  toJsonDoc,
+} from "./render.ts";
 import {
   applyFilters,
   defaultOpencodeDb,
@@ -34,6 +48,10 @@ export interface CalibrateOptions {
   timeline?: boolean;
   quiet?: boolean;
   top?: number;
+  /** Report both halves of the fixed split (sha256 of the session id) beside each set's figures. */
+  split?: boolean;
+  /** Scan each threshold one at a time for its nearest false flag and missed loop. */
+  margins?: boolean;
 }
 
 export interface Io {
@@ -43,7 +61,7 @@ export interface Io {
   now: () => number;
 }
 
-export class UsageError extends Error {}
+export { UsageError };
 
 /** `--since`: epoch ms, an ISO date/time, or a duration back from now ("7d", "12h"). */
 export function parseSince(value: string, now: number): number {
@@ -61,14 +79,18 @@ export interface CalibrateOutcome {
   results: ReplayResult[];
   sweep: SweepResult | null;
   labels: Labels;
+  audit: Audit | null;
+  margins: KnobMargin[] | null;
 }
 
 export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<CalibrateOutcome> {
   const progress = createProgress(io.stderr, { quiet: opts.quiet });
+  // What was skipped or could not be read is said even with --quiet (that silences progress only).
+  const say = (line: string) => (opts.quiet ? io.stderr.write(`${line}\n`) : progress.note(line));
   const fail = (message: string, code = 2): CalibrateOutcome => {
     progress.done();
     io.stderr.write(`stallguard calibrate: ${message}\n`);
-    return { code, results: [], sweep: null, labels: {} };
+    return { code, results: [], sweep: null, labels: {}, audit: null, margins: null };
   };
   try {
     const { config, sources: configSources } = loadConfig({ configPath: opts.config ?? null });
@@ -80,7 +102,7 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
     const axes = opts.sweep ? (opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES) : null;
 
     const sessions: SourceSession[] = [];
-    let labels: Labels = {};
+    const sets: LabelSet[] = [];
     const sourceNames: string[] = [];
     const t0 = performance.now();
     const exportsGiven = (opts.exports ?? []).filter(Boolean);
@@ -93,14 +115,16 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
         onProgress: (d, t) => progress.step("reading sessions", d, t),
       });
       sessions.push(...r.sessions);
-      for (const w of r.warnings) progress.note(`warning: ${w}`);
+      for (const w of r.warnings) say(`warning: ${w}`);
       sourceNames.push(path);
     }
     if (exportsGiven.length) {
       const r = loadExports(exportsGiven);
       sessions.push(...applyFilters(r.sessions, filters));
-      labels = mergeLabels(labels, r.labels);
-      for (const w of r.warnings) progress.note(`warning: ${w}`);
+      sets.push(...r.sets);
+      for (const w of r.warnings) say(`warning: ${w}`);
+      for (const w of r.ignored) say(`ignored: ${w}`);
+      for (const set of r.sets) progress.note(`labels: ${set.name}`);
       sourceNames.push(...exportsGiven);
     }
     if (opts.server) {
@@ -118,8 +142,9 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       } catch (err) {
         throw new UsageError(`--labels: cannot read ${opts.labels}: ${(err as Error).message}`);
       }
-      labels = mergeLabels(labels, parseLabels(doc));
+      sets.push(parseLabelSet(opts.labels, doc));
     }
+    const labels = mergeSets(sets);
     progress.done();
     const loadMs = performance.now() - t0;
     progress.note(
@@ -134,32 +159,67 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       `replayed ${calls} tool call(s) in ${Math.round(replayMs)} ms (${replayMs > 0 ? Math.round(calls / (replayMs / 1000)) : calls} calls/s)`,
     );
 
+    const counts = labelCounts(
+      labels,
+      sessions.map((x) => x.id),
+    );
+    const needLabels = (flag: string) =>
+      fail(
+        `${flag} needs at least one session labelled "loop" and one labelled "healthy" among those loaded (have ${counts.loop} loop, ${counts.healthy} healthy): pass --labels FILE`,
+      );
+    if (axes && (!counts.loop || !counts.healthy)) return needLabels("--sweep");
+    if (opts.margins && (!counts.loop || !counts.healthy)) return needLabels("--margins");
+    if (opts.split && !sets.length)
+      return fail(
+        "--split needs labelled sessions: pass --labels FILE or an export directory with labels.json",
+      );
+
+    const audited = sets.length
+      ? audit(sets, results, explainSessions(sessions, policy, toExplain(results, sets)), policy.thresholds, {
+          split: opts.split ?? false,
+        })
+      : null;
+
+    const prepared = axes || opts.margins ? prepare(sessions, policy) : null;
+    let margins: KnobMargin[] | null = null;
+    let marginsMs = 0;
+    if (opts.margins && prepared) {
+      const t2 = performance.now();
+      margins = scanMargins(prepared, labels, policy, undefined, (d, t) => progress.step("margins", d, t));
+      marginsMs = performance.now() - t2;
+      progress.done();
+    }
+
     let sweep: SweepResult | null = null;
-    if (axes) {
-      const ids = sessions.map((s) => s.id);
-      const counts = labelCounts(labels, ids);
-      if (!counts.loop || !counts.healthy) {
-        return fail(
-          `--sweep needs at least one session labelled "loop" and one labelled "healthy" among those loaded (have ${counts.loop} loop, ${counts.healthy} healthy): pass --labels FILE`,
-        );
-      }
-      const prepared = prepare(sessions, policy);
+    if (axes && prepared) {
       const candidates = gridOf(axes);
       sweep = runSweep(prepared, labels, policy, candidates, (d, t) => progress.step("sweeping", d, t));
       progress.done();
     }
 
     if (opts.json) {
-      io.stdout.write(`${JSON.stringify(toJsonDoc(results, { timeline: opts.timeline, sweep }), null, 2)}\n`);
+      io.stdout.write(
+        `${JSON.stringify(toJsonDoc(results, { timeline: opts.timeline, sweep, audit: audited, margins }), null, 2)}\n`,
+      );
     } else {
       io.stdout.write(`${renderTable(results, labels)}\n${renderSummary(results)}\n`);
+      if (audited) io.stdout.write(`\n${renderAudit(audited)}\n`);
+      if (margins)
+        io.stdout.write(
+          `\n${renderMargins(margins, {
+            loops: counts.loop,
+            healthy: counts.healthy,
+            trees: prepared?.trees.length ?? 0,
+            ms: marginsMs,
+          })}\n`,
+        );
       if (sweep) io.stdout.write(`\n${renderSweep(sweep, opts.top ?? 10)}\n`);
     }
     if (opts.html) {
       writeFileSync(opts.html, renderHtml(results, { labels, sweep, sources: sourceNames }));
       progress.note(`wrote ${opts.html}`);
     }
-    return { code: 0, results, sweep, labels };
+    return { code: 0, results, sweep, labels, audit: audited, margins };
   } catch (err) {
     return fail((err as Error).message, err instanceof UsageError ? 2 : 1);
   }

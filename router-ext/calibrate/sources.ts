@@ -1,13 +1,14 @@
 // Where calibration sessions come from: opencode export JSON files, an
 // opencode.db (read-only snapshot), or a live `opencode serve`. All three
 // yield the one stored shape ({info, parts} records) the core adapter reads.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import Database from "better-sqlite3";
 import { z } from "zod";
 import type { ReplaySession, StoredMessage } from "../../shared/index.ts";
-import { type Labels, mergeLabels, parseLabels } from "./labels.ts";
+import { exportFiles } from "./export-paths.ts";
+import { type LabelSet, type Labels, mergeSets, parseLabelSet } from "./labels.ts";
 
 /** A session to replay plus what the filters and the report need. */
 export interface SourceSession extends ReplaySession {
@@ -20,8 +21,12 @@ export interface Loaded {
   sessions: SourceSession[];
   /** Labels found next to the data (labels.json in an export directory). */
   labels: Labels;
-  /** Problems that did not stop the load (a skipped file, a bad record). */
+  /** Each labels document read (export directories' labels.json), in order. */
+  sets: LabelSet[];
+  /** Problems that did not stop the load (an unreadable file, a bad record). */
   warnings: string[];
+  /** What was skipped on purpose (a README beside the exports, a duplicate session), with the reason. */
+  ignored: string[];
 }
 
 export interface Filters {
@@ -124,36 +129,25 @@ export function sessionsFromExport(doc: unknown): SourceSession[] {
   });
 }
 
-/** Reads export files and directories (every *.json in it; labels.json there is read as labels). */
+/**
+ * Reads export files, directories and quoted globs (router-ext/calibrate/export-paths.ts):
+ * the sessions, each labels.json as its own labelled set, and every file
+ * skipped with the reason. A path that does not exist throws a UsageError.
+ */
 export function loadExports(paths: readonly string[]): Loaded {
+  const { files, labelFiles, ignored } = exportFiles(paths);
   const sessions: SourceSession[] = [];
   const warnings: string[] = [];
-  let labels: Labels = {};
-  const files: string[] = [];
-  for (const p of paths) {
-    let isDir = false;
+  const sets: LabelSet[] = [];
+  for (const f of labelFiles) {
     try {
-      isDir = statSync(p).isDirectory();
-    } catch {
-      throw new Error(`--export: no such file or directory: ${p}`);
-    }
-    if (!isDir) {
-      files.push(p);
-      continue;
-    }
-    const names = readdirSync(p)
-      .filter((n) => n.endsWith(".json"))
-      .sort();
-    for (const n of names) {
-      if (n === "labels.json") {
-        try {
-          labels = mergeLabels(labels, parseLabels(JSON.parse(readFileSync(join(p, n), "utf8"))));
-        } catch (err) {
-          warnings.push(`${join(p, n)}: ${(err as Error).message}`);
-        }
-      } else files.push(join(p, n));
+      sets.push(parseLabelSet(f.path, JSON.parse(readFileSync(f.path, "utf8"))));
+    } catch (err) {
+      warnings.push(`${f.path}: labels skipped: ${(err as Error).message}`);
     }
   }
+  const from = new Map<string, string>();
+  const dups: string[] = [];
   for (const f of files) {
     let doc: unknown;
     try {
@@ -162,25 +156,28 @@ export function loadExports(paths: readonly string[]): Loaded {
       warnings.push(`${f}: skipped: ${(err as Error).message}`);
       continue;
     }
+    let found: SourceSession[];
     try {
-      sessions.push(...sessionsFromExport(doc));
+      found = sessionsFromExport(doc);
     } catch (err) {
-      if (basename(f) === "labels.json") {
-        labels = mergeLabels(labels, parseLabels(doc));
+      warnings.push(`${f}: skipped: ${(err as Error).message}`);
+      continue;
+    }
+    for (const s of found) {
+      const first = from.get(s.id);
+      if (first !== undefined) {
+        dups.push(`${s.id} in ${f} (already read from ${first})`);
         continue;
       }
-      warnings.push(`${f}: skipped: ${(err as Error).message}`);
+      from.set(s.id, f);
+      sessions.push(s);
     }
   }
-  const seen = new Set<string>();
-  const unique = sessions.filter((s) => {
-    if (seen.has(s.id)) return false;
-    seen.add(s.id);
-    return true;
-  });
-  if (unique.length < sessions.length)
-    warnings.push(`${sessions.length - unique.length} duplicate session(s) ignored`);
-  return { sessions: unique, labels, warnings };
+  if (dups.length)
+    ignored.push(
+      `${dups.length} duplicate session(s): ${dups.slice(0, 5).join("; ")}${dups.length > 5 ? "; ..." : ""}`,
+    );
+  return { sessions, labels: mergeSets(sets), sets, warnings, ignored };
 }
 
 // ---------------------------------------------------------------------------
@@ -313,7 +310,7 @@ export async function loadOpencodeDb(path: string, opts: DbOptions = {}): Promis
       db = new Database(copyPath, { readonly: true, fileMustExist: true });
     }
     const { sessions, warnings } = readOpencodeDb(db, opts, opts.onProgress);
-    return { sessions, labels: {}, warnings };
+    return { sessions, labels: {}, sets: [], warnings, ignored: [] };
   } finally {
     if (db.open) db.close();
     if (src.open) src.close();
@@ -389,5 +386,5 @@ export async function loadServer(baseUrl: string, opts: ServerOptions = {}): Pro
     sessions.push({ ...s, messages: msgs.data as StoredMessage[] });
     opts.onProgress?.(i + 1, chosen.length);
   }
-  return { sessions, labels: {}, warnings: [] };
+  return { sessions, labels: {}, sets: [], warnings: [], ignored: [] };
 }

@@ -1,14 +1,14 @@
 // `stallguard calibrate`: replay opencode history through the detection core
 // and propose thresholds. The work is in router-ext/calibrate/run.ts.
 import { defineCommand } from "citty";
-import { repeated } from "../calibrate/args.ts";
+import { listFlag, repeated } from "../calibrate/args.ts";
 import { runCalibrate } from "../calibrate/run.ts";
 
 export default defineCommand({
   meta: {
     name: "calibrate",
     description:
-      "Replay opencode sessions through the detector: a verdict per session, an HTML timeline report, and a threshold sweep over labelled sessions.",
+      "Replay opencode sessions through the detector: a verdict per session, an HTML timeline report, an audit of labelled sessions (with both halves of a fixed split), each threshold's margins, and a threshold sweep.",
   },
   args: {
     db: {
@@ -21,7 +21,8 @@ export default defineCommand({
     },
     export: {
       type: "string",
-      description: "opencode export JSON file or a directory of them (repeat or comma-separate)",
+      description:
+        "opencode export JSON files, directories of them, or a quoted glob ('dir/ses_*.json'): --export a.json b.json dir/ (also repeat or comma-separate)",
     },
     server: { type: "string", description: "A live opencode server, e.g. http://127.0.0.1:4096" },
     since: {
@@ -36,7 +37,21 @@ export default defineCommand({
     timeline: { type: "boolean", description: "Include the per-call timeline in --json" },
     html: { type: "string", description: "Write a self-contained HTML report to this file" },
     sweep: { type: "boolean", description: "Sweep thresholds over labelled sessions and propose the best" },
-    labels: { type: "string", description: 'JSON {"<session id>": "loop" | "healthy" | "unclear"}' },
+    labels: {
+      type: "string",
+      description:
+        'JSON {"<session id>": "loop" | "healthy" | "unclear"}: prints an audit per labelled set (labels.json beside exports counts too)',
+    },
+    split: {
+      type: "boolean",
+      description:
+        "Audit both halves of a fixed split (sha256 of the session id, first byte even: A, odd: B)",
+    },
+    margins: {
+      type: "boolean",
+      description:
+        "Per threshold, one at a time: the nearest value that flags a healthy run or misses a loop",
+    },
     grid: { type: "string", description: 'Sweep grid, e.g. "stall_turns=2,4,6;dup_warn=0.3,0.4"' },
     top: { type: "string", description: "Sweep rows to print (default 10)" },
     config: { type: "string", description: "Extra config YAML layered over config/config.yaml" },
@@ -44,11 +59,20 @@ export default defineCommand({
   },
   async run({ args, rawArgs }) {
     const top = args.top === undefined ? undefined : Number(args.top);
+    // Words after --export are its values; any other positional word is a mistake, said, not dropped.
+    const exportsArg = listFlag(rawArgs, "export", args._ ?? [], args.export);
+    if (exportsArg.stray.length) {
+      process.stderr.write(
+        `stallguard calibrate: unexpected argument(s): ${exportsArg.stray.join(" ")} (export files and directories go right after --export)\n`,
+      );
+      process.exitCode = 2;
+      return;
+    }
     const outcome = await runCalibrate(
       {
         db: typeof args.db === "string" ? args.db : null,
         copy: Boolean(args.copy),
-        exports: repeated(rawArgs, "export", args.export),
+        exports: exportsArg.values,
         server: typeof args.server === "string" ? args.server : null,
         since: typeof args.since === "string" ? args.since : null,
         sessions: repeated(rawArgs, "session", args.session),
@@ -60,6 +84,8 @@ export default defineCommand({
         grid: typeof args.grid === "string" ? args.grid : null,
         config: typeof args.config === "string" ? args.config : null,
         quiet: Boolean(args.quiet),
+        split: Boolean(args.split),
+        margins: Boolean(args.margins),
         ...(top !== undefined && Number.isInteger(top) && top > 0 ? { top } : {}),
       },
       { stdout: process.stdout, stderr: process.stderr, env: process.env, now: Date.now },

@@ -1,16 +1,21 @@
-// The calibrator on the 22 real trajectories next to the repo
-// (../shared/corpus/real-trajectories, labels in its labels.json): every
-// labelled loop is flagged, no healthy run is, and loops are caught early.
-import { existsSync } from "node:fs";
+// The calibrator on the real trajectories next to the repo
+// (../shared/corpus/real-trajectories and real-trajectories-2, labels in each
+// labels.json): with the shipped defaults every labelled loop is flagged and
+// no healthy run is, in each set and in both halves of the split, and the
+// audit's figures are the replay's.
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { type CalibrateOutcome, runCalibrate } from "../../router-ext/calibrate/run.ts";
+import { median } from "../../shared/index.ts";
 
-const CORPUS = join(import.meta.dirname, "..", "..", "..", "shared", "corpus", "real-trajectories");
-const present = existsSync(CORPUS);
+const CORPORA = join(import.meta.dirname, "..", "..", "..", "shared", "corpus");
+const CORPUS = join(CORPORA, "real-trajectories");
+const CORPUS2 = join(CORPORA, "real-trajectories-2");
+const present = existsSync(CORPUS) && existsSync(CORPUS2);
 if (!present) {
   console.warn(
-    `calibrate-corpus: skipped: the real-trajectories corpus is not at ${CORPUS} (expected as ../shared/corpus/real-trajectories next to the repo)`,
+    `calibrate-corpus: skipped: the real-trajectories corpora are not under ${CORPORA} (expected as ../shared/corpus next to the repo)`,
   );
 }
 
@@ -29,27 +34,41 @@ async function calibrate(extra: Parameters<typeof runCalibrate>[0] = {}) {
   return { outcome, out, err };
 }
 
-describe.skipIf(!present)("the real-trajectories corpus", () => {
+describe.skipIf(!present)("the real-trajectories corpora", () => {
   let run: { outcome: CalibrateOutcome; out: string; err: string };
 
-  test("every labelled loop is flagged, no healthy run is, median first flag <= 20", async () => {
-    run = await calibrate();
+  test("every labelled loop is flagged and no healthy run is, per set and per half; the audit is the replay", async () => {
+    run = await calibrate({ exports: [CORPUS, CORPUS2], split: true });
     expect(run.outcome.code, run.err).toBe(0);
-    const { results, labels } = run.outcome;
-    expect(results).toHaveLength(22);
-    const loops = results.filter((r) => labels[r.id] === "loop");
-    const healthy = results.filter((r) => labels[r.id] === "healthy");
-    expect(loops).toHaveLength(10);
-    expect(healthy).toHaveLength(10);
-    expect(loops.filter((r) => r.worst === "ok").map((r) => r.id)).toEqual([]);
-    expect(healthy.filter((r) => r.worst !== "ok").map((r) => r.id)).toEqual([]);
-    const firsts = loops.map((r) => r.first_flag_call as number).sort((a, b) => a - b);
-    const median = (firsts[4] as number) / 2 + (firsts[5] as number) / 2;
-    // About 14.5 with the shipped defaults; a regression bound, not a target.
-    expect(median).toBeLessThanOrEqual(20);
+    const { results, audit } = run.outcome;
+    expect(audit?.sets.map((s) => s.name)).toEqual([
+      join(CORPUS, "labels.json"),
+      join(CORPUS2, "labels.json"),
+      "all sets together",
+    ]);
+    for (const set of audit?.sets ?? []) {
+      expect(set.falseFlags, set.name).toEqual([]);
+      expect(set.missed, set.name).toEqual([]);
+      for (const f of [set.all, set.halves?.A, set.halves?.B]) {
+        expect(f?.loopsCaught, set.name).toBe(f?.loops);
+        expect(f?.healthyFlagged, set.name).toBe(0);
+      }
+    }
+    // The figures of corpus 2 recomputed from the replay and its labels file.
+    const doc = JSON.parse(readFileSync(join(CORPUS2, "labels.json"), "utf8")) as Record<
+      string,
+      { label: string; note?: string }
+    >;
+    const loops = results.filter((r) => doc[r.id]?.label === "loop");
+    const set2 = audit?.sets[1];
+    expect(set2?.all.loops).toBe(loops.length);
+    expect(set2?.all.healthy).toBe(results.filter((r) => doc[r.id]?.label === "healthy").length);
+    expect(set2?.all.medianFirstFlag).toBe(median(loops.map((r) => r.first_flag_call as number)));
+    const starts = loops.map((r) => Number(/^calls (\d+)-/.exec(doc[r.id]?.note ?? "")?.[1]));
+    expect(set2?.loopStarts?.medianStart).toBe(median(starts));
     // The JSON on stdout is the same data.
-    const doc = JSON.parse(run.out) as { sessions: Array<{ id: string; worst: string }> };
-    expect(doc.sessions.map((s) => s.worst)).toEqual(results.map((r) => r.worst));
+    const json = JSON.parse(run.out) as { sessions: Array<{ id: string; worst: string }> };
+    expect(json.sessions.map((s) => s.worst)).toEqual(results.map((r) => r.worst));
   });
 
   test("a small sweep proposes thresholds that still catch every loop and flag nothing healthy", async () => {
