@@ -86,6 +86,23 @@ function snapshot(s: Signals): Snapshot {
   };
 }
 
+/** Peaks before the first call. */
+export function noPeaks(): Peaks {
+  return {
+    readOnly: false,
+    since: 0,
+    sinceUnit: "turns",
+    stalledMoments: 0,
+    failStreak: 0,
+    flipFlops: 0,
+    topSame: null,
+    repeatShare: 0,
+    injectedSinceLanded: 0,
+    cumRepeat: null,
+    lowestNovelty: null,
+  };
+}
+
 const higher = (a: RepeatInfo | null, b: RepeatInfo | null) => (b && (!a || b.count > a.count) ? b : a);
 
 function addPeak(p: Peaks, s: Snapshot, t: Thresholds): void {
@@ -117,24 +134,7 @@ export function explainSessions(
     const watched = tree.filter((s) => ids.has(s.id)).map((s) => s.id);
     if (!watched.length) continue;
     for (const id of watched) {
-      out.set(id, {
-        id,
-        calls: 0,
-        first: null,
-        peaks: {
-          readOnly: false,
-          since: 0,
-          sinceUnit: "turns",
-          stalledMoments: 0,
-          failStreak: 0,
-          flipFlops: 0,
-          topSame: null,
-          repeatShare: 0,
-          injectedSinceLanded: 0,
-          cumRepeat: null,
-          lowestNovelty: null,
-        },
-      });
+      out.set(id, { id, calls: 0, first: null, peaks: noPeaks() });
     }
     const forest = new SessionForest(policy, { maxSessions: Math.max(10_000, tree.length * 2) });
     for (const s of tree) forest.setParent(s.id, s.parentId);

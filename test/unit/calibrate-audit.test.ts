@@ -9,10 +9,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { SetAudit } from "../../router-ext/calibrate/audit.ts";
 import { loadConfig } from "../../router-ext/calibrate/config.ts";
-import { describeFlag, describeMiss } from "../../router-ext/calibrate/explain.ts";
+import { describeFlag, describeMiss, noPeaks } from "../../router-ext/calibrate/explain.ts";
 import { parseLabelSet } from "../../router-ext/calibrate/labels.ts";
-import { type CalibrateOptions, runCalibrate } from "../../router-ext/calibrate/run.ts";
+import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
 import { halfOf } from "../../router-ext/calibrate/split.ts";
+import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const NAMES = ["read-loop", "bash-retry-loop", "sliced-read", "edit-test", "sub-agent", "sub-agent-child"];
@@ -41,17 +42,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function run(opts: CalibrateOptions) {
-  let out = "";
-  let err = "";
-  const outcome = await runCalibrate(opts, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env: {},
-    now: () => 0,
-  });
-  return { ...outcome, out, err };
-}
+const run = (opts: CalibrateOptions) => calibrateCaptured(opts);
 
 describe("audit per labelled set", () => {
   test("figures, each false flag with its call and rule values, each missed loop with how close it came", async () => {
@@ -197,17 +188,10 @@ describe("reasons on values", () => {
 
   test("a miss says whether the stall gate was ever passed", () => {
     const peaks = {
-      readOnly: false,
+      ...noPeaks(),
       since: 2,
       sinceUnit: "calls" as const,
-      stalledMoments: 0,
-      failStreak: 0,
-      flipFlops: 0,
-      topSame: null,
-      repeatShare: 0,
-      injectedSinceLanded: 0,
       cumRepeat: { tool: "bash", target: "make", count: 3 },
-      lowestNovelty: null,
     };
     expect(describeMiss(peaks, thresholds)).toBe(
       `never stalled: at most 2 calls since landed (stall_turns ${thresholds.stall_turns}); whole-session repeat bash make x3 (cum_warn ${thresholds.cum_warn})`,

@@ -6,8 +6,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { type CalibrateOutcome, runCalibrate } from "../../router-ext/calibrate/run.ts";
+import type { CalibrateOptions, CalibrateOutcome } from "../../router-ext/calibrate/run.ts";
 import { median } from "../../shared/index.ts";
+import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
 const CORPORA = join(import.meta.dirname, "..", "..", "..", "shared", "corpus");
 const CORPUS = join(CORPORA, "real-trajectories");
@@ -19,18 +20,8 @@ if (!present) {
   );
 }
 
-async function calibrate(extra: Parameters<typeof runCalibrate>[0] = {}) {
-  let out = "";
-  let err = "";
-  const outcome = await runCalibrate(
-    { exports: [CORPUS], json: true, ...extra },
-    {
-      stdout: { write: (s: string) => (out += s) },
-      stderr: { write: (s: string) => (err += s) },
-      env: {},
-      now: () => 0,
-    },
-  );
+async function calibrate(extra: CalibrateOptions = {}) {
+  const { out, err, ...outcome } = await calibrateCaptured({ exports: [CORPUS], json: true, ...extra });
   return { outcome, out, err };
 }
 

@@ -9,9 +9,10 @@ import { runCommand } from "citty";
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
 import { listFlag } from "../../router-ext/calibrate/args.ts";
 import { expandGlob, exportFiles, globRegex } from "../../router-ext/calibrate/export-paths.ts";
-import { type CalibrateOptions, runCalibrate } from "../../router-ext/calibrate/run.ts";
+import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
 import { loadExports } from "../../router-ext/calibrate/sources.ts";
 import calibrate from "../../router-ext/cli/calibrate.ts";
+import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const idOf = (name: string) =>
@@ -40,17 +41,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-async function run(opts: CalibrateOptions) {
-  let out = "";
-  let err = "";
-  const outcome = await runCalibrate(opts, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env: {},
-    now: () => 0,
-  });
-  return { ...outcome, out, err };
-}
+const run = (opts: CalibrateOptions) => calibrateCaptured(opts);
 
 describe("several exports", () => {
   test("files and directories together: every session read, labels from the directory", async () => {

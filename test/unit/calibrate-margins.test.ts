@@ -8,10 +8,10 @@ import { describe, expect, test } from "vitest";
 import { loadConfig } from "../../router-ext/calibrate/config.ts";
 import { type Knob, margins, SCANS, scanValues } from "../../router-ext/calibrate/margins.ts";
 import { renderMargins } from "../../router-ext/calibrate/render.ts";
-import { runCalibrate } from "../../router-ext/calibrate/run.ts";
 import { loadExports, type SourceSession, sessionsFromExport } from "../../router-ext/calibrate/sources.ts";
 import { outcomes, prepare } from "../../router-ext/calibrate/sweep.ts";
 import { type Label, type Policy, policyFromConfig, type Thresholds } from "../../shared/index.ts";
+import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const base = policyFromConfig(loadConfig().config);
@@ -158,18 +158,9 @@ describe("the gallop agrees with a plain scan of every step", () => {
   );
 
   test("the command prints the margins table and puts it in --json", async () => {
-    let out = "";
-    const r = await runCalibrate(
-      { exports: [RECORDED], margins: true, json: true },
-      {
-        stdout: { write: (s: string) => (out += s) },
-        stderr: { write: () => true },
-        env: {},
-        now: () => 0,
-      },
-    );
-    expect(r.code).toBe(0);
-    const doc = JSON.parse(out) as { margins: Array<{ knob: string }> };
+    const r = await calibrateCaptured({ exports: [RECORDED], margins: true, json: true });
+    expect(r.code, r.err).toBe(0);
+    const doc = JSON.parse(r.out) as { margins: Array<{ knob: string }> };
     expect(doc.margins.map((m) => m.knob)).toEqual(Object.keys(SCANS));
     expect(doc.margins.map((m) => m.knob)).not.toContain("window");
   });

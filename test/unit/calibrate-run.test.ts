@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { syntheticSessions, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
-import { type CalibrateOptions, parseSince, runCalibrate } from "../../router-ext/calibrate/run.ts";
+import { type CalibrateOptions, parseSince } from "../../router-ext/calibrate/run.ts";
+import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 let tmp: string;
@@ -18,17 +19,8 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-async function run(opts: CalibrateOptions, env: NodeJS.ProcessEnv = {}, tty = false) {
-  let out = "";
-  let err = "";
-  const outcome = await runCalibrate(opts, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s), isTTY: tty },
-    env,
-    now: () => 1_000_000_000_000,
-  });
-  return { ...outcome, out, err };
-}
+const run = (opts: CalibrateOptions, env: NodeJS.ProcessEnv = {}, tty = false) =>
+  calibrateCaptured(opts, { env, tty, now: 1_000_000_000_000 });
 
 describe("runCalibrate", () => {
   test("without a source it reads opencode's default database (OPENCODE_DB here)", async () => {
