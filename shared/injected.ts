@@ -34,6 +34,19 @@ export function isInjectedTurn(parts: readonly TextPartLike[], markers: readonly
   return texts.every((p) => p.synthetic === true);
 }
 
+/** opencode's own resume turn after a compaction (a synthetic text part marked compaction_continue). */
+export function isResumeTurn(parts: readonly TextPartLike[]): boolean {
+  return (Array.isArray(parts) ? parts : []).some(
+    (p) =>
+      p !== null &&
+      typeof p === "object" &&
+      p.type === "text" &&
+      p.metadata !== null &&
+      typeof p.metadata === "object" &&
+      (p.metadata as Record<string, unknown>).compaction_continue === true,
+  );
+}
+
 /**
  * A hash of a user turn's typed text (never the text itself): the same words
  * sent again ("continue") are a nudge, not a person steering. Null without text.

@@ -216,10 +216,9 @@ describe("stored adapter on hand-written opencode shapes", () => {
       "tool",
       "tool",
       "tool",
+      // the summary request is spend, not a turn; opencode's resume turn is no observation
       "compaction",
-      "turn",
       "usage",
-      "user:true",
       "user:true",
       "user:false",
     ]);
@@ -264,12 +263,15 @@ describe("stored adapter on hand-written opencode shapes", () => {
         user("u", 1, [{ type: "text", text: "look" }], "explore"),
         user("c", 2, [{ type: "compaction", auto: true }], "explore"),
         messages[3] as StoredMessage,
+        assistant("a", 5, [toolPart("read", { filePath: "/x/y.py" }, "completed", {}, 6)], {
+          agent: undefined,
+          mode: undefined,
+        }),
       ],
       opts,
     );
-    expect(ro.filter((o) => o.kind === "turn").map((o) => (o.kind === "turn" ? o.agent : ""))).toEqual([
-      "explore",
-    ]);
+    expect(ro.filter((o) => o.kind === "turn")).toHaveLength(1);
+    expect(ro.flatMap((o) => (o.kind === "tool" ? [o.call.agent] : []))).toEqual(["explore"]);
   });
 
   it("the observations drive the forest: the failing-then-passing test lands, content stays out", () => {
@@ -280,7 +282,7 @@ describe("stored adapter on hand-written opencode shapes", () => {
     for (const secret of ["OUTPUT-TEXT", "SUMMARY-TEXT", "please fix", "a real question", "oldString"])
       expect(json).not.toContain(secret);
     expect(f.get("ses_1")?.signals().compactions).toBe(1);
-    expect(f.get("ses_1")?.signals().injectedTotal).toBe(2);
+    expect(f.get("ses_1")?.signals().injectedTotal).toBe(1);
   });
 
   it("fromToolPart ignores non-tool and unfinished parts and falls back for time and ids", () => {

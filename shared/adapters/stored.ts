@@ -1,7 +1,7 @@
 // The stored shape -> observations. GET /session/{id}/message, `opencode
 // export` and the opencode.db message/part tables all hold {info, parts}
 // records; live message.part.updated events carry the same part shape.
-import { isInjectedTurn, type TextPartLike, userTextHash } from "../injected.ts";
+import { isInjectedTurn, isResumeTurn, type TextPartLike, userTextHash } from "../injected.ts";
 import { type CallContext, callContext, toToolCall } from "../tool-call.ts";
 import type { Observation, ToolCall, TurnObservation } from "../types.ts";
 
@@ -66,7 +66,11 @@ export interface StoredOptions {
 /**
  * Observations for one session's messages, oldest first: user turns (injected
  * or not), compactions, one turn plus usage per assistant message, then its
- * finished tool calls. Malformed records are skipped, never thrown on.
+ * finished tool calls. A compaction's own summary request is spend, not an
+ * agent step, and the turn opencode writes to resume after it (its synthetic
+ * "continue", or the user's message replayed after an overflow) is neither a
+ * person steering nor a nudge: the plugin sees none of them as turns either.
+ * Malformed records are skipped, never thrown on.
  */
 export function observationsFromMessages(
   session: StoredSession,
@@ -75,6 +79,7 @@ export function observationsFromMessages(
 ): Observation[] {
   const out: Observation[] = [];
   let agent = "";
+  let resuming = false;
   for (const m of Array.isArray(messages) ? messages : []) {
     const info = obj(obj(m).info);
     const parts = Array.isArray(obj(m).parts) ? (obj(m).parts as unknown[]) : [];
@@ -91,6 +96,11 @@ export function observationsFromMessages(
     if (role === "user") {
       if (parts.some((p) => obj(p).type === "compaction")) {
         out.push({ kind: "compaction", sessionId: session.id, time: created });
+        resuming = true;
+        continue;
+      }
+      if (resuming || isResumeTurn(parts as TextPartLike[])) {
+        resuming = false;
         continue;
       }
       out.push({
@@ -105,16 +115,19 @@ export function observationsFromMessages(
       continue;
     }
     if (role !== "assistant") continue;
-    const model = [str(info.providerID), str(info.modelID)].filter(Boolean).join("/") || undefined;
-    const turn: TurnObservation = {
-      kind: "turn",
-      sessionId: session.id,
-      parentId: session.parentId,
-      agent: who,
-      time: created,
-    };
-    if (model) turn.model = model;
-    out.push(turn);
+    if (!compactionTurn) {
+      resuming = false;
+      const model = [str(info.providerID), str(info.modelID)].filter(Boolean).join("/") || undefined;
+      const turn: TurnObservation = {
+        kind: "turn",
+        sessionId: session.id,
+        parentId: session.parentId,
+        agent: who,
+        time: created,
+      };
+      if (model) turn.model = model;
+      out.push(turn);
+    }
     const prompt = promptTokensOf(info.tokens);
     out.push({
       kind: "usage",

@@ -32,14 +32,10 @@ interface PeerLabel {
   note: string;
 }
 
-// Known false alarms for the lead to fix (issue 12), kept failing on purpose:
-// - openhands-v0-condensation-between-commands: OpenHands says 10 context-window
-//   condensations between distinct commands are not stuck. In opencode each
-//   compaction ends in a synthetic continue turn (metadata.compaction_continue),
-//   which the tracker counts as an injected continuation, so we flag it at call 3
-//   ("continuations: 3 injected continuation turns (continuation_warn 3), 6 turns
-//   since landed (stall_turns 5)") and it reaches looping at call 11.
-const KNOWN_FALSE_ALARMS = new Set(["openhands-v0-condensation-between-commands"]);
+// Known false alarms, kept failing on purpose until fixed (none now: the
+// compaction false alarm of openhands-v0-condensation-between-commands is
+// fixed; opencode's resume turn after a compaction is no nudge).
+const KNOWN_FALSE_ALARMS = new Set<string>([]);
 
 const cfg = parseConfig([
   { source: "config/config.yaml", text: readFileSync(join(REPO, "config", "config.yaml"), "utf8") },
