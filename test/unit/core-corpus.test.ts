@@ -1,5 +1,6 @@
-// Replays every real trajectory in ../shared/corpus/real-trajectories and
-// real-trajectories-2 with the thresholds from config/config.yaml: every
+// Replays every real trajectory in ../shared/corpus/real-trajectories,
+// real-trajectories-2 and test/fixtures/external-trajectories (never used for
+// tuning) with the thresholds from config/config.yaml: every
 // session labelled "loop" must be flagged, no "healthy" one may be. "unclear"
 // sessions are reported, not judged.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -10,9 +11,13 @@ import { policyFromConfig } from "../../shared/policy.ts";
 import { type ReplayResult, type ReplaySession, replay } from "../../shared/replay.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CORPORA = ["real-trajectories", "real-trajectories-2"].map((d) =>
-  fileURLToPath(new URL(`../../../shared/corpus/${d}`, import.meta.url)),
-);
+const CORPORA = [
+  ...["real-trajectories", "real-trajectories-2"].map((d) =>
+    fileURLToPath(new URL(`../../../shared/corpus/${d}`, import.meta.url)),
+  ),
+  // in the repo: public runs the thresholds were never fitted to (its README has the sources)
+  fileURLToPath(new URL("../fixtures/external-trajectories", import.meta.url)),
+];
 
 interface LabelEntry {
   label: "loop" | "healthy" | "unclear";
@@ -59,7 +64,9 @@ for (const CORPUS of CORPORA) {
 
     it("has every session labelled, and both loops and healthy runs", () => {
       expect(sessions.length).toBeGreaterThanOrEqual(20);
-      for (const s of sessions) expect(labels[s.id]?.label, s.id).toMatch(/^(loop|healthy|unclear)$/);
+      // a sub-agent session is judged with its labelled root
+      for (const s of sessions.filter((x) => !x.parentId))
+        expect(labels[s.id]?.label, s.id).toMatch(/^(loop|healthy|unclear)$/);
       expect(byLabel("loop").length).toBeGreaterThan(0);
       expect(byLabel("healthy").length).toBeGreaterThan(0);
       console.table(
