@@ -2,7 +2,9 @@
 // into the core's observations, runs the core's judge (SessionForest, with
 // children rolled up into their root) and acts on verdict transitions only:
 // a /progress report through the queue and, for stalling or looping, a toast.
-// Nothing here awaits the network on the tool path.
+// Nothing here awaits the network on the tool path. A bash call that may write
+// waits for its work-tree probe off the tool path; the observations after it
+// queue behind it, so the judge sees them in the order replay does.
 import {
   incidentReport,
   type Observation,
@@ -12,12 +14,14 @@ import {
 } from "../shared/index.ts";
 import { capSet } from "./capped.ts";
 import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
+import { ObservationQueue, type Timer } from "./observation-queue.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
 import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./sensor.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";
 import { continuationPartOf, requestKind, usageOf, userTurnOf } from "./turns.ts";
 import { PLUGIN_VERSION } from "./version.ts";
+import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
 
 type Rec = Record<string, unknown>;
@@ -50,7 +54,29 @@ export interface StallguardDeps {
   /** Milliseconds chat.headers waits for a parent lookup. */
   lookupBudgetMs?: number;
   retryMs?: number;
+  /** The work-tree probe for bash calls; none: bash writes are judged from the command alone. */
+  probe?: ProbeLike | null;
+  /** Longest a bash call's observation (and everything after it) waits for its probe. */
+  probeWaitMs?: number;
+  timer?: Timer;
 }
+
+/** A bash call's ids and command, from tool.execute.before/after shapes; null for other tools. */
+function bashCommandOf(
+  input: unknown,
+  args: unknown,
+): { sessionId: string; callId: string; command: string } | null {
+  const i = obj(input);
+  const tool = str(i.tool)?.toLowerCase();
+  if (tool !== "bash" && tool !== "shell") return null;
+  const sessionId = str(i.sessionID);
+  const callId = str(i.callID);
+  const command = str(obj(args).command);
+  return sessionId && callId && command ? { sessionId, callId, command } : null;
+}
+
+/** What the plugin asks of the work-tree probe (worktree-probe.ts). */
+export type ProbeLike = Pick<WorktreeProbe, "refresh" | "started" | "ended" | "before" | "after" | "close">;
 
 export interface StallguardStats {
   sessions: number;
@@ -60,9 +86,13 @@ export interface StallguardStats {
   transitions: number;
   toasts: number;
   queued: number;
+  /** Observations waiting behind a work-tree probe. */
+  waiting: number;
 }
 
 const LOG_EVERY_MS = 60_000;
+/** Tools that change files themselves: the work-tree baseline is retaken after them. */
+const EDIT_TOOLS = new Set(["edit", "multiedit", "write", "create", "apply_patch", "patch", "str_replace"]);
 
 export class Stallguard {
   readonly forest: SessionForest;
@@ -70,6 +100,8 @@ export class Stallguard {
   readonly reporter: Reporter;
   private readonly dedupe: CallDedupe;
   private readonly writes: WriteProbe;
+  private readonly probe: ProbeLike | null;
+  private readonly queue: ObservationQueue;
   private readonly userMessages = new Map<string, true>();
   private readonly lastLog = new Map<string, number>();
   private readonly now: () => number;
@@ -116,11 +148,18 @@ export class Stallguard {
     });
     this.dedupe = new CallDedupe(Math.max(1024, s.maxSessions * 8));
     this.writes = new WriteProbe(this.directory, 1024, deps.hashFile ?? hashFile);
+    this.probe = deps.probe ?? null;
+    this.queue = new ObservationQueue({
+      waitMs: deps.probeWaitMs ?? 2500,
+      ...(deps.timer ? { timer: deps.timer } : {}),
+      onError: (err) => this.log("error", "observe_failed", String(err)),
+    });
   }
 
   /** Starts the heartbeat (one now, then every settings.heartbeatMs). */
   start(): void {
     if (this.timer) return;
+    this.probe?.refresh();
     this.heartbeat();
     this.timer = setInterval(() => {
       try {
@@ -135,6 +174,9 @@ export class Stallguard {
   async dispose(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    // Verdicts still waiting for a probe are judged (bounded by the queue's wait), then sent.
+    this.probe?.close();
+    await this.queue.drained();
     let cut: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       this.reporter.flush(),
@@ -152,6 +194,7 @@ export class Stallguard {
       identities: this.identity.size,
       ...this.counts,
       queued: this.reporter.pending,
+      waiting: this.queue.length,
     };
   }
 
@@ -201,37 +244,68 @@ export class Stallguard {
       agent: this.identity.agentOf(u.sessionId),
       time: this.now(),
       injected: u.injected,
+      textHash: u.textHash,
     });
   }
 
-  /** tool.execute.before: hash a file before write replaces it. */
-  toolBefore(input: unknown, output: unknown): Promise<void> {
+  /** tool.execute.before: hash a file before write replaces it; outside git, note what a bash call names. */
+  async toolBefore(input: unknown, output: unknown): Promise<void> {
+    if (!this.probe) return this.writes.before(input, output);
+    const args = obj(output).args;
+    const bash = bashCommandOf(input, args);
+    if (bash) {
+      await this.probe.before(bash.sessionId, bash.callId, bash.command, str(obj(args).workdir));
+      return;
+    }
+    const i = obj(input);
+    const [sessionId, callId] = [str(i.sessionID), str(i.callID)];
+    if (sessionId && callId && EDIT_TOOLS.has(str(i.tool)?.toLowerCase() ?? ""))
+      this.probe.started(sessionId, callId);
     return this.writes.before(input, output);
   }
 
-  /** tool.execute.after (successful tools): synchronous, no network. */
+  /**
+   * tool.execute.after (successful tools): synchronous, no network, no
+   * waiting. A bash call that may write is judged once its probe answers
+   * (bounded), off the tool path.
+   */
   toolAfter(input: unknown, output: unknown): void {
     const i = obj(input);
     const sessionId = str(i.sessionID);
     const callId = str(i.callID);
-    if (!sessionId || !callId) return;
-    const parentId = this.parentFor(sessionId);
-    const call = callFromHook(input, output, {
-      parentId,
+    const tool = str(i.tool);
+    if (!sessionId || !callId || !tool) return;
+    const o = obj(output);
+    const ctx = {
+      parentId: this.parentFor(sessionId),
       agent: this.identity.agentOf(sessionId),
       time: this.now(),
       directory: this.directory,
       testPatterns: this.deps.settings.policy.testPatterns,
       writePrior: this.writes.take(sessionId, callId),
-    });
-    if (!call) return;
+    };
     this.dedupe.fromHook(sessionId, callId);
-    if (call.tool === "task") {
-      const child = str(obj(obj(output).metadata).sessionId);
+    if (tool === "task") {
+      const child = str(obj(o.metadata).sessionId);
       if (child && child !== sessionId) this.identity.setParent(child, sessionId);
     }
     this.counts.calls++;
-    this.observe({ kind: "tool", call });
+    if (this.probe && EDIT_TOOLS.has(tool.toLowerCase())) {
+      this.probe.ended(sessionId, callId);
+      this.probe.refresh();
+    }
+    const answer = this.probeAfter(input, i.args);
+    if (!answer) {
+      const call = callFromHook(input, o, ctx);
+      if (call) this.observe({ kind: "tool", call });
+      return;
+    }
+    // What the hook handed over, as it was now (opencode may reuse the object).
+    const seen = { title: o.title, output: o.output, metadata: o.metadata };
+    this.queue.pushWaiting(answer, (worktree) => {
+      const call = callFromHook(input, seen, { ...ctx, worktree });
+      if (call) this.apply({ kind: "tool", call });
+    });
   }
 
   /** The event hook: parents, failed tools, opencode's own continue turns, spend, compactions. */
@@ -316,6 +390,8 @@ export class Stallguard {
   private onPart(part: unknown): void {
     const head = toolPartHead(part);
     if (head) {
+      // A tool that threw has no after hook: this part is the only sign it ended.
+      if (head.status === "error") this.probe?.ended(head.sessionId, head.callId);
       if (!this.dedupe.fromPart(head.partId, head.sessionId, head.callId, head.status)) return;
       const call = callFromPart(part, {
         parentId: this.parentFor(head.sessionId),
@@ -342,7 +418,30 @@ export class Stallguard {
     });
   }
 
+  /** Resolves once every observation that waits for a probe has been judged. */
+  settled(): Promise<void> {
+    return this.queue.drained();
+  }
+
+  /** The probe's pending answer for a bash call that may write; null when there is none to wait for. */
+  private probeAfter(input: unknown, args: unknown): Promise<TreeAnswer | null> | null {
+    const bash = this.probe ? bashCommandOf(input, args) : null;
+    if (!bash || !this.probe) return null;
+    try {
+      return this.probe.after(bash.sessionId, bash.callId, bash.command, str(obj(args).workdir));
+    } catch (err) {
+      this.log("error", "probe_failed", String(err));
+      return null;
+    }
+  }
+
+  /** Judges an observation now, or after the probes that arrived before it. */
   private observe(obs: Observation): void {
+    if (this.queue.length === 0) this.apply(obs);
+    else this.queue.push(() => this.apply(obs));
+  }
+
+  private apply(obs: Observation): void {
     const { changes } = this.forest.observe(obs);
     for (const c of changes) this.onChange(c);
   }

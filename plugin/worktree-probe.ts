@@ -1,0 +1,491 @@
+// Did a bash call change the work tree? After a bash call that may write, the
+// live sensor takes a cheap fingerprint of the work tree off the tool path and
+// hands {before, after} to the core, which counts a new state as a landed
+// change and a return to an earlier one as a revert.
+//
+// In a git work tree the fingerprint is sha256 over `git status --porcelain=v2`
+// (with the branch head, so a commit is a new state, and the HEAD and index
+// blob ids of every changed file) and the contents of the files it lists
+// (changed and untracked), which pins the tracked diff. `before` is
+// the directory's baseline: taken at start, then the previous probe's answer,
+// and retaken after every edit/write/patch tool so one session's edit is not
+// credited to another session's next bash call. Outside git it is the state
+// (content hash, or size and mtime for big files) of the files the command
+// names, read just before and after the call.
+//
+// Every probe is bounded: a timeout or an error gives no answer, and the core
+// then falls back to its command heuristic. Nothing read here is kept but
+// hashes; file contents go straight into the hash.
+import { spawn } from "node:child_process";
+import { createHash, type Hash } from "node:crypto";
+import { lstat, readFile } from "node:fs/promises";
+import { isAbsolute, relative, resolve } from "node:path";
+import { referencedFiles, segments } from "../shared/bash-command.ts";
+import { bashMayWrite } from "../shared/bash-may-write.ts";
+import { bashWrites } from "../shared/bash-writes.ts";
+import { realTimer, type Timer } from "./observation-queue.ts";
+
+/** Runs git with args in cwd, streaming stdout to onData; code null when killed or not started. */
+export type GitRunner = (
+  args: readonly string[],
+  cwd: string,
+  onData: (chunk: Buffer) => void,
+  signal: AbortSignal,
+) => Promise<{ code: number | null; stderr: string }>;
+
+export interface TreeAnswer {
+  before: string;
+  after: string;
+}
+
+/** git without optional locks (never holds index.lock against the agent's own git), no pager, no prompts. */
+export const spawnGit: GitRunner = (args, cwd, onData, signal) =>
+  new Promise((done) => {
+    if (signal.aborted) {
+      done({ code: null, stderr: "" });
+      return;
+    }
+    let stderr = "";
+    const child = spawn("git", args as string[], {
+      cwd,
+      env: { ...process.env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const kill = () => child.kill("SIGKILL");
+    signal.addEventListener("abort", kill, { once: true });
+    child.stdout?.on("data", (b: Buffer) => onData(b));
+    child.stderr?.on("data", (b: Buffer) => {
+      if (stderr.length < 1000) stderr += b.toString("utf8");
+    });
+    child.once("error", () => {
+      signal.removeEventListener("abort", kill);
+      done({ code: null, stderr });
+    });
+    child.once("close", (code) => {
+      signal.removeEventListener("abort", kill);
+      done({ code: signal.aborted ? null : code, stderr });
+    });
+  });
+
+/** Changed and untracked files whose content goes into the fingerprint; the rest count by their status line. */
+const MAX_CHANGED = 1000;
+/** Bigger files count by size and mtime, not content. */
+const MAX_CONTENT_BYTES = 1024 * 1024;
+/** Outside git: at most this many named files. */
+const MAX_NAMED = 32;
+
+/** One file's state for a fingerprint: absent, its content hash, or (big or special) size and mtime. */
+async function fileState(path: string, signal: AbortSignal): Promise<string> {
+  try {
+    const st = await lstat(path);
+    if (!st.isFile() || st.size > MAX_CONTENT_BYTES) return `s:${st.size}:${st.mtimeMs}:${st.mode}`;
+    if (signal.aborted) return "";
+    return `c:${createHash("sha256")
+      .update(await readFile(path))
+      .digest("hex")}`;
+  } catch {
+    return "absent";
+  }
+}
+
+/** The work tree's root, "not-git" when dir is not inside a work tree, null on any other error. */
+export async function gitRoot(dir: string, run: GitRunner, signal: AbortSignal): Promise<string | null> {
+  let out = "";
+  const res = await run(["rev-parse", "--show-toplevel"], dir, (b) => (out += b.toString("utf8")), signal);
+  if (res.code === 0 && out.trim() !== "") return out.trim();
+  return res.code === 128 && /not a git repository/i.test(res.stderr) ? "not-git" : null;
+}
+
+/** Field count before the path in a porcelain v2 record: ordinary (1) and unmerged (u) entries. */
+const PATH_AFTER: Record<string, number> = { "1": 8, u: 10, "?": 1 };
+
+function pathOf(record: string): string | null {
+  const fields = PATH_AFTER[record[0] as string];
+  if (fields === undefined) return null;
+  let at = 0;
+  for (let n = 0; n < fields; n++) {
+    at = record.indexOf(" ", at) + 1;
+    if (at === 0) return null;
+  }
+  return record.slice(at);
+}
+
+/**
+ * A git work tree's fingerprint (root: its top level), null on any error or
+ * when aborted. `git status --porcelain=v2` names every changed, staged and
+ * untracked file with the HEAD and index blob ids; the content of each one
+ * listed is hashed here, which tells every state the tracked diff would
+ * (the diff is a function of those blobs and that content) for one git
+ * process instead of two.
+ */
+export async function gitFingerprint(
+  root: string,
+  run: GitRunner,
+  signal: AbortSignal,
+): Promise<string | null> {
+  const status = createHash("sha256");
+  const listed: string[] = [];
+  let partial = "";
+  const res = await run(
+    ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames"],
+    root,
+    (chunk) => {
+      // Records end in NUL. The upstream and ahead/behind headers move on a
+      // fetch, which changes nothing here; the head commit (branch.oid) stays in.
+      const recs = (partial + chunk.toString("utf8")).split("\0");
+      partial = recs.pop() ?? "";
+      for (const r of recs) {
+        if (r.startsWith("# branch.upstream") || r.startsWith("# branch.ab")) continue;
+        status.update(`${r}\0`);
+        const path = listed.length < MAX_CHANGED ? pathOf(r) : null;
+        if (path) listed.push(path);
+      }
+    },
+    signal,
+  );
+  if (res.code !== 0) return null;
+  const files = createHash("sha256");
+  for (const rel of listed.sort()) {
+    if (signal.aborted) return null;
+    files.update(`${rel}\0${await fileState(resolve(root, rel), signal)}\0`);
+  }
+  if (signal.aborted) return null;
+  return combine(status, files);
+}
+
+function combine(...parts: Hash[]): string {
+  const all = createHash("sha256");
+  for (const p of parts) all.update(p.digest("hex"));
+  return all.digest("hex").slice(0, 32);
+}
+
+/** Outside git: the state of the named files (relative to dir), or null when the command names none. */
+export async function filesFingerprint(
+  dir: string,
+  paths: readonly string[],
+  signal: AbortSignal,
+): Promise<string | null> {
+  if (paths.length === 0) return null;
+  const h = createHash("sha256");
+  for (const p of paths) {
+    if (signal.aborted) return null;
+    h.update(`${p}\0${await fileState(resolve(dir, p), signal)}\0`);
+  }
+  return signal.aborted ? null : h.digest("hex").slice(0, 32);
+}
+
+/** The files a command names that a files fingerprint covers: what it writes, else what it mentions. */
+export function namedFiles(command: string, directory: string): string[] {
+  const writes = bashWrites(command, directory).filter((p) => !p.startsWith("("));
+  const named = writes.length > 0 ? writes : referencedFiles(command);
+  return [...new Set(named)]
+    .filter((p) => !p.startsWith("~") && !p.includes("$"))
+    .sort()
+    .slice(0, MAX_NAMED);
+}
+
+function inside(directory: string, path: string): boolean {
+  const rel = relative(directory, path);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+}
+
+/**
+ * Where the command works, as far as the text says: "here" (the instance
+ * directory), "inside" (cd or -C into a subdirectory), or "unknown" (it
+ * leaves the directory, or goes somewhere a variable or ~ names). A probe of
+ * the instance directory only answers for "here" and, in git, "inside".
+ */
+export function commandPlace(
+  command: string,
+  directory: string,
+  workdir?: string,
+): "here" | "inside" | "unknown" {
+  let place: "here" | "inside" = "here";
+  const targets: string[] = [];
+  if (workdir) targets.push(workdir);
+  for (const words of segments(command)) {
+    const w0 = words[0] ?? "";
+    if (w0 === "cd" || w0 === "pushd") targets.push(words.find((w, i) => i > 0 && !w.startsWith("-")) ?? "~");
+    if (w0 === "git") {
+      for (let i = 1; i < words.length - 1; i++) if (words[i] === "-C") targets.push(words[i + 1] as string);
+    }
+  }
+  for (const t of targets) {
+    if (t.startsWith("~") || t.includes("$") || t === "-") return "unknown";
+    const abs = resolve(directory, t);
+    if (!inside(directory, abs)) return "unknown";
+    if (abs !== resolve(directory)) place = "inside";
+  }
+  return place;
+}
+
+export interface WorktreeProbeOptions {
+  directory: string;
+  run?: GitRunner;
+  timer?: Timer;
+  now?: () => number;
+  /** Longest a fingerprint may take; then it gives no answer. */
+  timeoutMs?: number;
+  /** Probes waiting at most; a bash call beyond that gets no answer (and the baseline is retaken). */
+  maxPending?: number;
+}
+
+/** After this many timeouts in a row the probe rests for REST_CALLS bash calls (a tree too big to probe). */
+const TIMEOUTS_TO_REST = 3;
+const REST_CALLS = 20;
+/** A call that started and never ended (its end was lost) stops counting as running after this. */
+const STALE_MS = 15 * 60_000;
+
+/**
+ * One directory's probe. Git work is serialized in arrival order, so each
+ * bash call's `before` is the state after everything before it.
+ *
+ * A fingerprint answers for one call only when nothing else that may write
+ * ran while it was taken: another bash call or an edit that started after
+ * the call ended, or was still running, could have put its own change into
+ * the picture. Then there is no answer (and no baseline until the next
+ * quiet probe), never an answer that credits one call with another's change.
+ * A real model's turn between two bash calls is far longer than a probe, so
+ * this is the exception.
+ */
+export class WorktreeProbe {
+  readonly directory: string;
+  private readonly run: GitRunner;
+  private readonly timer: Timer;
+  private readonly now: () => number;
+  private readonly timeoutMs: number;
+  private readonly maxPending: number;
+  private chain: Promise<void> = Promise.resolve();
+  private pending = 0;
+  private refreshQueued = false;
+  private baseline: string | null = null;
+  private mode: "git" | "files" | "unknown" = "unknown";
+  /** The work tree's top level (undefined: not asked yet or the answer failed). */
+  private root: string | null | undefined;
+  private readonly priors = new Map<string, Promise<string | null>>();
+  /** Calls that may write and have started, not ended: key -> start time. */
+  private readonly running = new Map<string, number>();
+  /** Calls that may write started so far (a probe is quiet when none started during it). */
+  private starts = 0;
+  private timeoutsInRow = 0;
+  private restFor = 0;
+  private readonly aborts = new Set<AbortController>();
+  private closed = false;
+  readonly stats = { probes: 0, answers: 0, timeouts: 0, skipped: 0, busy: 0 };
+
+  constructor(opts: WorktreeProbeOptions) {
+    this.directory = opts.directory;
+    this.run = opts.run ?? spawnGit;
+    this.timer = opts.timer ?? realTimer;
+    this.now = opts.now ?? Date.now;
+    this.timeoutMs = opts.timeoutMs ?? 1500;
+    this.maxPending = opts.maxPending ?? 4;
+  }
+
+  /** (Re)takes the baseline after the probes queued so far: at start, and after an edit tool. */
+  refresh(): void {
+    if (this.closed || this.mode === "files" || this.refreshQueued) return;
+    this.refreshQueued = true;
+    const startsAt = this.starts;
+    this.enqueue(async () => {
+      this.refreshQueued = false;
+      const fp = await this.fingerprint();
+      if (fp === "not-git") return;
+      this.baseline = this.quiet(startsAt) ? fp : null;
+    });
+  }
+
+  /** A tool that may write is starting (tool.execute.before of an edit/write/patch tool). */
+  started(sessionId: string, callId: string): void {
+    this.starts++;
+    const key = `${sessionId}\u0000${callId}`;
+    this.running.delete(key);
+    this.running.set(key, this.now());
+    if (this.running.size > 256) {
+      const oldest = this.running.keys().next();
+      if (!oldest.done) this.running.delete(oldest.value);
+    }
+  }
+
+  /** It ended: its after hook, or its failed part (a tool that throws has no after hook). */
+  ended(sessionId: string, callId: string): void {
+    this.running.delete(`${sessionId}\u0000${callId}`);
+  }
+
+  /**
+   * tool.execute.before of a bash call: counts it as running when it may
+   * write; outside git (or before the first probe has told), also reads the
+   * state of the files it names. In git the baseline is `before`.
+   */
+  async before(sessionId: string, callId: string, command: string, workdir?: string): Promise<void> {
+    if (this.closed || !bashMayWrite(command)) return;
+    this.started(sessionId, callId);
+    if (this.mode === "git" || commandPlace(command, this.directory, workdir) !== "here") return;
+    const paths = namedFiles(command, this.directory);
+    if (paths.length === 0) return;
+    const prior = this.bounded((signal) => filesFingerprint(this.directory, paths, signal));
+    this.remember(sessionId, callId, prior);
+    await prior;
+  }
+
+  /**
+   * tool.execute.after of a bash call: null when there is nothing to wait for
+   * (the command cannot write, it works elsewhere, or the probe rests);
+   * otherwise the answer, which is null when the probe failed, timed out or
+   * was not quiet.
+   */
+  after(
+    sessionId: string,
+    callId: string,
+    command: string,
+    workdir?: string,
+  ): Promise<TreeAnswer | null> | null {
+    const key = `${sessionId}\u0000${callId}`;
+    const prior = this.priors.get(key);
+    this.priors.delete(key);
+    this.running.delete(key);
+    if (this.closed || !bashMayWrite(command)) return null;
+    const place = commandPlace(command, this.directory, workdir);
+    if (place === "unknown" || this.restFor > 0 || this.pending >= this.maxPending) {
+      if (this.restFor > 0) this.restFor--;
+      this.stats.skipped++;
+      // This call may have changed the tree: the next answer must not credit it to another call.
+      this.enqueue(async () => {
+        this.baseline = null;
+      });
+      return null;
+    }
+    const startsAt = this.starts;
+    if (this.mode === "files") {
+      if (!prior || place !== "here") return null;
+      return this.filesAnswer(command, prior, startsAt);
+    }
+    this.stats.probes++;
+    return new Promise((done) => {
+      this.enqueue(async () => {
+        const fp = await this.fingerprint();
+        if (fp === "not-git") {
+          done(prior && place === "here" ? await this.filesAnswer(command, prior, startsAt) : null);
+          return;
+        }
+        const before = this.baseline;
+        const quiet = this.quiet(startsAt);
+        this.baseline = quiet ? fp : null;
+        const answer = quiet && before !== null && fp !== null ? { before, after: fp } : null;
+        if (answer) this.stats.answers++;
+        done(answer);
+      });
+    });
+  }
+
+  /** Resolves when the probes queued so far are done (the bench and tests wait on it). */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  /** Stops running probes; later calls get no answer. */
+  close(): void {
+    this.closed = true;
+    for (const c of this.aborts) c.abort();
+    this.aborts.clear();
+  }
+
+  /** Nothing that may write started since startsAt, and nothing is still running. */
+  private quiet(startsAt: number): boolean {
+    let quiet = this.starts === startsAt;
+    const now = this.now();
+    for (const [key, at] of this.running) {
+      if (now - at > STALE_MS) this.running.delete(key);
+      else quiet = false;
+    }
+    if (!quiet) this.stats.busy++;
+    return quiet;
+  }
+
+  private async filesAnswer(
+    command: string,
+    prior: Promise<string | null>,
+    startsAt: number,
+  ): Promise<TreeAnswer | null> {
+    const before = await prior;
+    if (before === null) return null;
+    const paths = namedFiles(command, this.directory);
+    const after = await this.bounded((signal) => filesFingerprint(this.directory, paths, signal));
+    return after === null || !this.quiet(startsAt) ? null : { before, after };
+  }
+
+  private remember(sessionId: string, callId: string, prior: Promise<string | null>): void {
+    this.priors.set(`${sessionId}\u0000${callId}`, prior);
+    if (this.priors.size > 256) {
+      const oldest = this.priors.keys().next();
+      if (!oldest.done) this.priors.delete(oldest.value);
+    }
+  }
+
+  /** The git fingerprint of the directory, bounded; updates the mode and the rest counter. */
+  private async fingerprint(): Promise<string | null | "not-git"> {
+    if (this.closed) return null;
+    let timedOut = false;
+    const fp = await this.bounded(
+      async (signal) => {
+        // The top level once: porcelain paths are relative to it, whatever the directory.
+        this.root ??= await gitRoot(this.directory, this.run, signal);
+        const root = this.root;
+        if (root === null) this.root = undefined;
+        if (root === null || root === "not-git") return root;
+        return gitFingerprint(root, this.run, signal);
+      },
+      () => {
+        timedOut = true;
+      },
+    );
+    if (timedOut) {
+      this.stats.timeouts++;
+      if (++this.timeoutsInRow >= TIMEOUTS_TO_REST) {
+        this.timeoutsInRow = 0;
+        this.restFor = REST_CALLS;
+      }
+      return null;
+    }
+    this.timeoutsInRow = 0;
+    if (fp === "not-git") this.mode = "files";
+    else if (fp !== null) this.mode = "git";
+    return fp;
+  }
+
+  /** Runs work with an abort signal that fires after timeoutMs (or on close); its answer or null. */
+  private async bounded<T>(
+    work: (signal: AbortSignal) => Promise<T | null>,
+    onTimeout?: () => void,
+  ): Promise<T | null> {
+    const ctl = new AbortController();
+    this.aborts.add(ctl);
+    const cancel = this.timer(this.timeoutMs, () => {
+      onTimeout?.();
+      ctl.abort();
+    });
+    try {
+      const out = await Promise.race([
+        work(ctl.signal),
+        new Promise<null>((r) => ctl.signal.addEventListener("abort", () => r(null), { once: true })),
+      ]);
+      return ctl.signal.aborted ? null : out;
+    } catch {
+      return null;
+    } finally {
+      cancel();
+      this.aborts.delete(ctl);
+    }
+  }
+
+  /** Git work in arrival order, one at a time; a failed task never stops the chain. */
+  private enqueue(task: () => Promise<void>): void {
+    this.pending++;
+    this.chain = this.chain
+      .then(task)
+      .catch(() => undefined)
+      .finally(() => {
+        this.pending--;
+      });
+  }
+}
