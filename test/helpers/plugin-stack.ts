@@ -31,6 +31,9 @@ export async function startPluginStack(opts: {
   usage: Usage;
   adminToken: string;
   pluginToken: string;
+  /** The project's files (default: a README) and whether it is a git work tree with a first commit. */
+  projectFiles?: Record<string, string>;
+  git?: boolean;
 }): Promise<PluginStack> {
   const dir = mkdtempSync(join(tmpdir(), opts.tmpPrefix));
   const configPath = join(dir, "local.yaml");
@@ -50,7 +53,8 @@ export async function startPluginStack(opts: {
     modelUrl: `${srv.url}/v1`,
     plugins: [PLUGIN_BUNDLE],
     env: { STALLGUARD_URL: srv.url, STALLGUARD_TOKEN: opts.pluginToken, STALLGUARD_HEARTBEAT_MS: "1000" },
-    projectFiles: { "README.md": "# scratch\n" },
+    projectFiles: opts.projectFiles ?? { "README.md": "# scratch\n" },
+    git: opts.git ?? false,
   });
   const stack: PluginStack = {
     dir,
