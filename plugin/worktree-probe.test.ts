@@ -207,7 +207,7 @@ describe("WorktreeProbe in a git work tree", () => {
     gitRepo();
     const probe = new WorktreeProbe({ directory: dir, timeoutMs: 20_000 });
     probe.refresh();
-    expect(await bashCall(probe, "c1", "cd /tmp && touch sg-probe-outside-never")).toBe("skipped");
+    expect(await bashCall(probe, "c1", "cd /tmp && python3 -c pass")).toBe("skipped");
     expect(commandPlace("cd src && sed -i s/a/b/ x.py", dir)).toBe("inside");
     expect(commandPlace("git -C ../other apply p.diff", dir)).toBe("unknown");
     expect(commandPlace("sed -i s/a/b/ x.py", dir, "/")).toBe("unknown");
