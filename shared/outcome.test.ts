@@ -31,3 +31,16 @@ describe("outcome: the same answer across reruns", () => {
     expect(outcomeHash("completed", 0, "x")).toMatch(/^[0-9a-f]{32}$/);
   });
 });
+
+describe("outcome of a long answer", () => {
+  const body = Array.from({ length: 400 }, (_, i) => `line ${i}: some output text of a long run`).join("\n");
+  it("masks its first and last lines: a changed duration at the end is the same answer", () => {
+    expect(outcomeHash("completed", 1, `${body}\n3 failed in 12.41s`)).toBe(
+      outcomeHash("completed", 1, `${body}\n3 failed in 9.07s`),
+    );
+  });
+  it("a changed line in the middle is another answer", () => {
+    const changed = body.replace("line 200: some", "line 200: other");
+    expect(outcomeHash("completed", 0, changed)).not.toBe(outcomeHash("completed", 0, body));
+  });
+});

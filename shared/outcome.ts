@@ -9,23 +9,54 @@ import { sha256 } from "./hash.ts";
  * shell's own line counter. Counters an agent may be waiting on (3/10, 45%,
  * "5 passed") are kept, so polling that sees them move is not a repeat.
  */
-const VOLATILE: ReadonlyArray<[RegExp, string]> = [
-  [/\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?/g, "<ts>"],
-  [/\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b/g, "<t>"],
-  [/\b\d+(?:\.\d+)?\s?(?:ms|us|ns|s|sec|secs|seconds?|min|mins|minutes?)\b/g, "<d>"],
-  [/\b0x[0-9a-fA-F]+\b/g, "0x"],
-  [/\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b/g, "<id>"],
-  [/\b(?:ba|z)?sh: line \d+:/g, "sh: line N:"],
-  [/\bpid[ =:]?\d+\b/gi, "pid"],
+const VOLATILE: ReadonlyArray<{ needs: string | null; re: RegExp; to: string }> = [
+  {
+    needs: ":",
+    re: /\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b/g,
+    to: "<t>",
+  },
+  { needs: null, re: /\d+(?:\.\d+)?\s?(?:ms|us|ns|s|sec|secs|seconds?|min|mins|minutes?)\b/g, to: "<d>" },
+  { needs: "0x", re: /\b0x[0-9a-fA-F]+\b/g, to: "0x" },
+  // ids: 8+ hex characters with a digit among them (a plain word is left alone; see maskVolatile)
+  { needs: null, re: /\b\d[0-9a-f]{7,}\b|\b[a-f]+\d[0-9a-f]*\b/g, to: "<id>" },
+  { needs: "sh: line", re: /\b(?:ba|z)?sh: line \d+:/g, to: "sh: line N:" },
 ];
 
+/** The text with its volatile parts masked; a rule is skipped when the text cannot match it. */
 export function maskVolatile(text: string): string {
   let out = text;
-  for (const [re, to] of VOLATILE) out = out.replace(re, to);
+  for (const { needs, re, to } of VOLATILE) {
+    if (needs !== null && !out.includes(needs)) continue;
+    out = to === "<id>" ? out.replace(re, (m) => (m.length < 8 ? m : to)) : out.replace(re, to);
+  }
   return out;
 }
 
-/** The hash of one answer: status, exit code and the masked text. */
+/** Masking runs on the first and last lines only (about this many characters each): that is where
+ * durations, summaries and shell errors sit, and it keeps the cost flat for a long read. */
+const EDGE = 1024;
+/** At most this much of the middle is hashed, from each end (a long output is not hashed whole). */
+const MIDDLE = 8 * 1024;
+
+/** Splits a text at line ends near `EDGE` from each side, so a one-character change in a line stays in it. */
+function edges(text: string): [string, string, string] {
+  const n = text.length;
+  if (n <= 2 * EDGE) return [text, "", ""];
+  const headEnd = text.indexOf("\n", EDGE);
+  const tailStart = text.lastIndexOf("\n", n - EDGE);
+  if (headEnd < 0 || tailStart <= headEnd) return [text, "", ""];
+  let middle = text.slice(headEnd, tailStart);
+  if (middle.length > 2 * MIDDLE)
+    middle = `${middle.slice(0, MIDDLE)}\u0000${middle.length}\u0000${middle.slice(-MIDDLE)}`;
+  return [text.slice(0, headEnd), middle, text.slice(tailStart)];
+}
+
+/** The hash of one answer: status, exit code and the text with its volatile parts masked. */
 export function outcomeHash(status: string, exit: number | null, text: string): string {
-  return sha256(`${status}\u0000${exit ?? ""}\u0000${maskVolatile(text)}`).slice(0, 32);
+  const [head, middle, tail] = edges(text);
+  const body =
+    middle === "" && tail === ""
+      ? maskVolatile(head)
+      : `${maskVolatile(head)}\u0000${middle}\u0000${maskVolatile(tail)}`;
+  return sha256(`${status}\u0000${exit ?? ""}\u0000${body}`).slice(0, 32);
 }
