@@ -216,7 +216,7 @@ describe("Stallguard", () => {
         parts: [{ type: "text", text: "[SYSTEM DIRECTIVE: OH-MY-OPENCODE - X]" }],
       },
     );
-    // opencode's own continue turn: only a synthetic part.
+    // opencode's own resume turn after a compaction: no nudge, no person (the stored adapter agrees).
     s.event({
       type: "message.part.updated",
       properties: {
@@ -244,7 +244,7 @@ describe("Stallguard", () => {
     });
     const sig = s.forest.get("ses_i")?.signals();
     expect(sig?.turns).toBe(1);
-    expect(sig?.injectedTotal).toBe(2);
+    expect(sig?.injectedTotal).toBe(1);
   });
 
   it("spend from message.updated feeds $ since landed", async () => {

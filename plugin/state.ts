@@ -19,7 +19,7 @@ import { type FetchLike, Reporter } from "./reporter.ts";
 import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./sensor.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";
-import { continuationPartOf, requestKind, usageOf, userTurnOf } from "./turns.ts";
+import { requestKind, usageOf, userTurnOf } from "./turns.ts";
 import { PLUGIN_VERSION } from "./version.ts";
 import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
@@ -102,7 +102,6 @@ export class Stallguard {
   private readonly writes: WriteProbe;
   private readonly probe: ProbeLike | null;
   private readonly queue: ObservationQueue;
-  private readonly userMessages = new Map<string, true>();
   private readonly lastLog = new Map<string, number>();
   private readonly now: () => number;
   private readonly version: string;
@@ -235,7 +234,6 @@ export class Stallguard {
   chatMessage(input: unknown, output: unknown): void {
     const u = userTurnOf(input, output, this.deps.settings.policy.continuationMarkers);
     if (!u) return;
-    if (u.messageId) capSet(this.userMessages, u.messageId, true, 2048);
     this.identity.setAgent(u.sessionId, u.agent);
     this.observe({
       kind: "user",
@@ -334,11 +332,6 @@ export class Stallguard {
         if (info) this.identity.forget(info.id);
         return;
       }
-      case "session.compacted": {
-        const sessionId = str(obj(props).sessionID);
-        if (sessionId) this.observe({ kind: "compaction", sessionId, time: this.now() });
-        return;
-      }
       default:
         return;
     }
@@ -389,33 +382,20 @@ export class Stallguard {
 
   private onPart(part: unknown): void {
     const head = toolPartHead(part);
-    if (head) {
-      // A tool that threw has no after hook: this part is the only sign it ended.
-      if (head.status === "error") this.probe?.ended(head.sessionId, head.callId);
-      if (!this.dedupe.fromPart(head.partId, head.sessionId, head.callId, head.status)) return;
-      const call = callFromPart(part, {
-        parentId: this.parentFor(head.sessionId),
-        agent: this.identity.agentOf(head.sessionId),
-        time: this.now(),
-        directory: this.directory,
-        testPatterns: this.deps.settings.policy.testPatterns,
-      });
-      if (!call) return;
-      this.counts.calls++;
-      this.observe({ kind: "tool", call });
-      return;
-    }
-    const cont = continuationPartOf(part);
-    if (!cont || this.userMessages.has(cont.messageId)) return;
-    capSet(this.userMessages, cont.messageId, true, 2048);
-    this.observe({
-      kind: "user",
-      sessionId: cont.sessionId,
-      parentId: this.identity.parentOf(cont.sessionId) ?? null,
-      agent: this.identity.agentOf(cont.sessionId),
+    if (!head) return;
+    // A tool that threw has no after hook: this part is the only sign it ended.
+    if (head.status === "error") this.probe?.ended(head.sessionId, head.callId);
+    if (!this.dedupe.fromPart(head.partId, head.sessionId, head.callId, head.status)) return;
+    const call = callFromPart(part, {
+      parentId: this.parentFor(head.sessionId),
+      agent: this.identity.agentOf(head.sessionId),
       time: this.now(),
-      injected: true,
+      directory: this.directory,
+      testPatterns: this.deps.settings.policy.testPatterns,
     });
+    if (!call) return;
+    this.counts.calls++;
+    this.observe({ kind: "tool", call });
   }
 
   /** Resolves once every observation that waits for a probe has been judged. */

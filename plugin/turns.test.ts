@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../shared/index.ts";
-import { continuationPartOf, requestKind, usageOf, userTurnOf } from "./turns.ts";
+import { requestKind, usageOf, userTurnOf } from "./turns.ts";
 
 const markers = configSchema.parse({}).progress.continuation_markers;
 
@@ -38,33 +38,6 @@ describe("userTurnOf", () => {
   });
   it("no session id: nothing", () => {
     expect(userTurnOf({}, {}, markers)).toBeNull();
-  });
-});
-
-describe("continuationPartOf", () => {
-  it("finds opencode's own continue turn", () => {
-    const part = {
-      type: "text",
-      synthetic: true,
-      metadata: { compaction_continue: true },
-      sessionID: "ses_a",
-      messageID: "msg_9",
-      text: "Continue if you have next steps",
-    };
-    expect(continuationPartOf(part)).toEqual({ sessionId: "ses_a", messageId: "msg_9" });
-  });
-  it.each([
-    { type: "text", synthetic: true, sessionID: "s", messageID: "m" },
-    { type: "text", metadata: { compaction_continue: true }, sessionID: "s", messageID: "m" },
-    {
-      type: "tool",
-      synthetic: true,
-      metadata: { compaction_continue: true },
-      sessionID: "s",
-      messageID: "m",
-    },
-  ])("not a continuation: %o", (part) => {
-    expect(continuationPartOf(part)).toBeNull();
   });
 });
 

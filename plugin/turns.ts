@@ -56,20 +56,6 @@ export function userTurnOf(input: unknown, output: unknown, markers: readonly st
   };
 }
 
-/**
- * opencode's own continue turn (synthetic, metadata.compaction_continue) never
- * passes chat.message: its text part is the only trace. Returns its session
- * and message ids.
- */
-export function continuationPartOf(part: unknown): { sessionId: string; messageId: string } | null {
-  const p = obj(part);
-  if (p.type !== "text" || p.synthetic !== true) return null;
-  if (obj(p.metadata).compaction_continue !== true) return null;
-  const sessionId = str(p.sessionID);
-  const messageId = str(p.messageID);
-  return sessionId && messageId ? { sessionId, messageId } : null;
-}
-
 /** message.updated for a finished assistant message -> its billed usage. */
 export function usageOf(properties: unknown): UsageObservation | null {
   const info = obj(obj(properties).info);

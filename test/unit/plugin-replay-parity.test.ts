@@ -23,6 +23,7 @@ import {
   parseConfig,
   policyFromConfig,
   replay,
+  type StoredMessage,
   treesOf,
 } from "../../shared/index.ts";
 
@@ -43,7 +44,8 @@ const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v)
 /** One hook or event call opencode would make, with the time the stored adapter gives its observation. */
 interface Step {
   time: number;
-  kind: Observation["kind"];
+  /** The observation the stored adapter makes for it; "none" for a live call that makes none. */
+  kind: Observation["kind"] | "none";
   sessionId: string;
   /** Clock value while the step runs (what Date.now() read live). */
   clock: number;
@@ -59,18 +61,41 @@ interface Step {
  */
 function liveSteps(s: SourceSession): Step[] {
   const out: Step[] = [];
+  let resuming = false;
   for (const m of s.messages) {
     const info = obj(m.info);
     const parts = Array.isArray(m.parts) ? (m.parts as Rec[]) : [];
     const created = num(obj(info.time).created);
     if (info.role === "user") {
+      // A compaction: opencode writes the marker, asks for the summary (chat.headers with
+      // agent "compaction"), then writes its resume turn directly: the synthetic continue
+      // (only a part event live) or the user's message replayed (no chat.message either).
       if (parts.some((p) => p.type === "compaction")) {
+        resuming = true;
         out.push({
           time: created,
           kind: "compaction",
           sessionId: s.id,
           clock: created,
-          run: (sg) => sg.event({ type: "session.compacted", properties: { sessionID: s.id } }),
+          run: (sg) => sg.headers({ sessionID: s.id, agent: "compaction" }, { headers: {} }),
+        });
+        continue;
+      }
+      const resume = parts.some((p) => obj(p.metadata).compaction_continue === true);
+      if (resuming || resume) {
+        resuming = false;
+        out.push({
+          time: created,
+          kind: "none",
+          sessionId: s.id,
+          clock: created,
+          run: (sg) => {
+            for (const p of parts)
+              sg.event({
+                type: "message.part.updated",
+                properties: { part: { ...p, sessionID: s.id, messageID: info.id } },
+              });
+          },
         });
         continue;
       }
@@ -88,18 +113,22 @@ function liveSteps(s: SourceSession): Step[] {
       continue;
     }
     if (info.role !== "assistant") continue;
+    // The summary request was observed as the compaction; its spend still counts.
+    const summary = info.summary === true || info.agent === "compaction" || info.mode === "compaction";
+    if (!summary) resuming = false;
     const agent = info.agent ?? info.mode;
-    out.push({
-      time: created,
-      kind: "turn",
-      sessionId: s.id,
-      clock: created,
-      run: (sg) =>
-        sg.headers(
-          { sessionID: s.id, agent, model: { id: info.modelID, providerID: info.providerID } },
-          { headers: {} },
-        ),
-    });
+    if (!summary)
+      out.push({
+        time: created,
+        kind: "turn",
+        sessionId: s.id,
+        clock: created,
+        run: (sg) =>
+          sg.headers(
+            { sessionID: s.id, agent, model: { id: info.modelID, providerID: info.providerID } },
+            { headers: {} },
+          ),
+      });
     // A finished message always has time.completed live; a recording may lack it (the adapter uses created).
     const completed = num(obj(info.time).completed) || created;
     out.push({
@@ -207,8 +236,62 @@ function replayTicks(tree: SourceSession[], pol: Policy): Tick[] {
   return out;
 }
 
+/**
+ * A session that loops through three compactions (summary, then opencode's resume turn:
+ * the synthetic continue twice, the user's message replayed once) and a nudge:
+ * the same read with the same answer on both sides of each, and an edit at the end.
+ */
+function compactingSession(): SourceSession {
+  let t = 1_000;
+  const msg = (role: string, parts: Rec[], extra: Rec = {}) => {
+    t += 1000;
+    return {
+      info: { id: `m${t}`, role, agent: "build", time: { created: t, completed: t + 10 }, ...extra },
+      parts,
+    };
+  };
+  const read = (file: string) =>
+    msg("assistant", [
+      {
+        type: "tool",
+        tool: "read",
+        callID: `c${t + 1000}`,
+        state: {
+          status: "completed",
+          input: { filePath: `/p/${file}` },
+          output: "same",
+          metadata: {},
+          time: { end: t + 1005 },
+        },
+      },
+    ]);
+  const messages: StoredMessage[] = [msg("user", [{ type: "text", text: "fix the nav" }])];
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 3; i++) messages.push(read("nav.js"));
+    messages.push(msg("user", [{ type: "compaction", auto: true }]));
+    messages.push(
+      msg("assistant", [{ type: "text", text: "summary" }], { agent: "compaction", summary: true }),
+    );
+    messages.push(
+      round === 1
+        ? msg("user", [{ type: "text", text: "fix the nav" }])
+        : msg("user", [
+            { type: "text", text: "Continue", synthetic: true, metadata: { compaction_continue: true } },
+          ]),
+    );
+  }
+  messages.push(
+    msg("user", [{ type: "text", text: "[SYSTEM DIRECTIVE: OH-MY-OPENCODE - TODO CONTINUATION]" }]),
+  );
+  for (let i = 0; i < 3; i++) messages.push(read("nav.js"));
+  return { id: "ses_compacting", parentId: null, directory: "/p", messages, updated: t, title: "compactions" };
+}
+
 function sources(): Array<{ name: string; sessions: SourceSession[] }> {
-  const out = [{ name: "recorded", sessions: loadExports([RECORDED]).sessions }];
+  const out = [
+    { name: "recorded", sessions: loadExports([RECORDED]).sessions },
+    { name: "compactions", sessions: [compactingSession()] },
+  ];
   for (const name of ["real-trajectories", "real-trajectories-2"]) {
     const dir = join(CORPUS, name);
     if (existsSync(dir)) out.push({ name, sessions: loadExports([dir]).sessions });
@@ -223,7 +306,9 @@ describe("live plugin path vs replay (calibrate)", () => {
     for (const s of sets[0]?.sessions ?? []) {
       const obs = observationsFromMessages(s, s.messages, policy);
       expect(
-        liveSteps(s).map((x) => `${x.kind}@${x.time}`),
+        liveSteps(s)
+          .filter((x) => x.kind !== "none")
+          .map((x) => `${x.kind}@${x.time}`),
         s.id,
       ).toEqual(obs.map((o) => `${o.kind}@${o.kind === "tool" ? o.call.time : o.time}`));
     }
