@@ -10,10 +10,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   exportSession,
-  PROJECT_FILES,
+  projectFiles,
   type Recorded,
   recordScenario,
-  SCENARIOS,
+  scenario,
   scrub,
 } from "../fixtures/record-corpus.ts";
 import { type ModelServer, scriptRouter, startModelServer } from "../helpers/model-server.ts";
@@ -66,10 +66,11 @@ describe("calibrate on sessions the real opencode binary just recorded", () => {
       script: router.script,
       usage: { prompt_tokens: 2000, completion_tokens: 40, cached_tokens: 1500 },
     });
-    oc = await startOpencode({ modelUrl: model.url, projectFiles: PROJECT_FILES, git: true });
-    const byName = (n: string) => SCENARIOS.find((s) => s.name === n) as (typeof SCENARIOS)[number];
-    loop = await recordScenario(oc, router, byName("bash-retry-loop"));
-    healthy = await recordScenario(oc, router, byName("edit-test"));
+    // Two short scenarios of the corpus: a loop and a fix that lands (about 20 model steps in all).
+    const live = [scenario("bash-retry-loop"), scenario("edit-test")] as const;
+    oc = await startOpencode({ modelUrl: model.url, projectFiles: projectFiles(live), git: true });
+    loop = await recordScenario(oc, router, live[0]);
+    healthy = await recordScenario(oc, router, live[1]);
   });
 
   afterAll(async () => {
