@@ -187,15 +187,15 @@ const thresholdsSchema = z.strictObject({
   /** Rolling window: the last N tool events of the current stretch. */
   window: z.number().int().min(10).max(1000).default(60),
   /** The repeat share is not judged before the window holds this many calls. */
-  min_calls: z.number().int().min(1).max(1000).default(10),
+  min_calls: z.number().int().min(1).max(1000).default(11),
   /** Stalling needs no landed change for this many turns or this many dollars... */
   stall_turns: z.number().int().min(1).default(5),
   stall_usd: z.number().min(0).default(1),
   /** ...and looping the same at these higher values. */
   loop_turns: z.number().int().min(1).default(20),
   loop_usd: z.number().min(0).default(3),
-  /** Repeat share in the window: a repeat with the same result counts 1, with a changed result 1/2. */
-  dup_warn: z.number().min(0).max(1).default(0.45),
+  /** Repeat share in the window: a repeat with the same result counts 1, with a changed result 1/4. */
+  dup_warn: z.number().min(0).max(1).default(0.4),
   dup_loop: z.number().min(0).max(1).default(0.6),
   /** Failures of one exact call since its last success. */
   fail_warn: z.number().int().min(1).default(8),

@@ -274,12 +274,15 @@ describe("class 5 and the outcome-aware signals", () => {
     expect(s.flagged).toBe(false);
   });
 
-  it("weak repeats count half: a stretch of only changing-result repeats reaches the repeat share at 2x", () => {
+  it("weak repeats count a quarter: polling that keeps moving never reaches the repeat share alone", () => {
     const s = new Session();
-    for (let i = 0; i < 30; i++) s.bash("python poll.py", 0, `state ${"abcdefghijklmnopqrstuvwxyzABCD"[i]}`);
+    for (let i = 0; i < 200; i++)
+      s.bash("gh run view 123 --json status", 0, `status: in_progress, step ${i}a`);
     const sig = s.forest.get("s")?.signals();
     expect(sig?.sameShare).toBe(0);
-    expect(sig?.repeatShare).toBeCloseTo(sig?.ndupShare === undefined ? -1 : sig.ndupShare / 2, 10);
+    expect(sig?.repeatShare).toBeCloseTo((sig?.ndupShare ?? -1) / 4, 10);
+    expect(sig?.repeatShare).toBeLessThan(t.dup_warn);
+    expect(s.flagged).toBe(false);
   });
 
   it("the spec's slow loop (one call every 12th among novel ones, nothing landed) is caught within 120 calls", () => {

@@ -18,7 +18,8 @@ function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
   if (s.failStreak >= lvl.fail) return "fail_streak";
   if (s.flipFlops >= lvl.flip) return "flip_flop";
   if (s.topSame && s.topSame.count >= lvl.top) return "repeat_target";
-  if (s.windowSize >= t.min_calls && s.repeatShare >= lvl.dup) return "duplicates";
+  // a share is compared with a little slack: 9/20 computed in floating point is just under 0.45
+  if (s.windowSize >= t.min_calls && s.repeatShare >= lvl.dup - 1e-9) return "duplicates";
   if (s.injectedSinceLanded >= t.continuation_warn) return "continuations";
   return null;
 }

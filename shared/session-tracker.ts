@@ -56,6 +56,13 @@ type WindowSignals = Pick<
 const ABSENT = "absent";
 /** Consecutive novel, successful calls that clear a read-only agent's flag. */
 const RO_CLEAR_RUN = 5;
+/**
+ * What a repeat with a changed result counts for in the repeat share (a repeat
+ * with the same result counts 1). Below every sensible dup_warn, so a stream
+ * of only changing-result repeats (polling a build that moves) never reaches
+ * the threshold alone: its share tends to this value.
+ */
+const WEAK = 0.25;
 
 function bump(map: Map<string, number>, key: string, by: number): void {
   const n = (map.get(key) ?? 0) + by;
@@ -440,7 +447,7 @@ export class SessionTracker {
       dupShare: n ? 1 - this.fpCount.size / n : 0,
       ndupShare: n ? 1 - this.nfpCount.size / n : 0,
       sameShare: n ? 1 - this.sameCount.size / n : 0,
-      repeatShare: n ? 1 - (this.sameCount.size + this.nfpCount.size) / (2 * n) : 0,
+      repeatShare: n ? (1 - this.sameCount.size / n) * (1 - WEAK) + (1 - this.nfpCount.size / n) * WEAK : 0,
       failStreak: w.failStreak,
       failTarget: w.failTarget,
       contextTokens: this.contextTokens,

@@ -138,7 +138,7 @@ export interface Signals {
   sameShare: number;
   /**
    * The repetition share the judge uses: a repeat with the same result counts
-   * one, a repeat whose result changed (polling, a rerun after a revert) one half.
+   * one, a repeat whose result changed (polling, a rerun after a revert) a quarter.
    */
   repeatShare: number;
   failStreak: number;
