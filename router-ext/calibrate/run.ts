@@ -4,6 +4,7 @@
 // margins, and sweep thresholds over labelled sessions. Returns the exit
 // code; never throws.
 import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { parseDuration, policyFromConfig, type ReplayResult, replay } from "../../shared/index.ts";
 import { UsageError } from "./args.ts";
 import { type Audit, audit, toExplain } from "./audit.ts";
@@ -142,7 +143,11 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       } catch (err) {
         throw new UsageError(`--labels: cannot read ${opts.labels}: ${(err as Error).message}`);
       }
-      sets.push(parseLabelSet(opts.labels, doc));
+      // the same file already read beside the exports is one set, not two
+      const same = sets.findIndex((x) => resolve(x.name) === resolve(opts.labels as string));
+      const set = parseLabelSet(opts.labels, doc);
+      if (same >= 0) sets[same] = set;
+      else sets.push(set);
     }
     const labels = mergeSets(sets);
     progress.done();

@@ -123,3 +123,11 @@ describe("parseSince", () => {
     expect(() => parseSince("soon", now)).toThrow(/--since: not a date/);
   });
 });
+
+describe("label sets", () => {
+  test("--labels naming the labels.json already beside the exports is one set, not two", async () => {
+    const r = await run({ exports: [RECORDED], labels: join(RECORDED, "labels.json") });
+    expect(r.code, r.err).toBe(0);
+    expect(r.out.match(/labelled set/g) ?? []).toHaveLength(1);
+  });
+});
