@@ -5,10 +5,12 @@
 // session per scenario.
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { configSchema, policyFromConfig, replay, type StoredMessage } from "../../shared/index.ts";
 import type { ModelReply } from "../helpers/model-server.ts";
 import { scriptRouter, steps } from "../helpers/model-server.ts";
 import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
 
+const policy = policyFromConfig(configSchema.parse({}));
 const ADMIN = "bash-landing-admin";
 const TOKEN = "bash-landing-plugin";
 // Fails until the file says value=9; not a test command by the config's patterns,
@@ -104,6 +106,20 @@ describe("bash edits land in real opencode", () => {
     // Eight reruns of one failing command with nothing landing between would be flagged (see the next test).
     expect(transitions(s.id)).toEqual([]);
     expect(stack.model.errors).toEqual([]);
+    // The same session as calibrate replays it (no work tree: the command heuristic) agrees.
+    const [r] = replay(
+      [
+        {
+          id: s.id,
+          parentId: null,
+          directory: null,
+          messages: (await stack.oc.messages(s.id)) as StoredMessage[],
+        },
+      ],
+      policy,
+    );
+    expect(r?.worst).toBe("ok");
+    expect(r?.landed).toBe(9);
   });
 
   test("edits made by a script the command does not show (sh bump.sh runs sed -i) land through the probe", async () => {
