@@ -10,6 +10,7 @@ import {
   parseConfig,
   policyFromConfig,
 } from "../shared/index.ts";
+import { isRec } from "../shared/read.ts";
 
 export interface Settings {
   config: Config;
@@ -39,10 +40,6 @@ export interface SettingsResult {
   issues: string[];
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
 function positiveInt(text: string | undefined): number | undefined {
   if (text === undefined || text.trim() === "") return undefined;
   const n = Number(text);
@@ -68,7 +65,7 @@ export function loadSettings(input: SettingsInput): SettingsResult {
     if (text === undefined) issues.push(`STALLGUARD_CONFIG: cannot read ${file}`);
     else layers.push({ source: "STALLGUARD_CONFIG", text });
   }
-  if (isObject(input.options) && Object.keys(input.options).length > 0)
+  if (isRec(input.options) && Object.keys(input.options).length > 0)
     layers.push({ source: "plugin options", value: input.options });
 
   let config = configSchema.parse({});

@@ -3,6 +3,8 @@
 // children rolled up into their root) and acts on verdict transitions only:
 // a /progress report through the queue and, for stalling or looping, a toast.
 // Nothing here awaits the network on the tool path.
+
+import { BoundedMap } from "../shared/bounded-map.ts";
 import {
   incidentReport,
   type Observation,
@@ -10,7 +12,7 @@ import {
   toTransition,
   type VerdictChange,
 } from "../shared/index.ts";
-import { capSet } from "./capped.ts";
+import { obj, text } from "../shared/read.ts";
 import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
 import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./sensor.ts";
@@ -19,14 +21,6 @@ import { type Toast, toastFor } from "./toast.ts";
 import { continuationPartOf, requestKind, usageOf, userTurnOf } from "./turns.ts";
 import { PLUGIN_VERSION } from "./version.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
-
-type Rec = Record<string, unknown>;
-function obj(v: unknown): Rec {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
-}
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
 
 /** The parts of opencode's client the plugin uses; every call is optional and may fail. */
 export interface ClientLike {
@@ -70,8 +64,8 @@ export class Stallguard {
   readonly reporter: Reporter;
   private readonly dedupe: CallDedupe;
   private readonly writes: WriteProbe;
-  private readonly userMessages = new Map<string, true>();
-  private readonly lastLog = new Map<string, number>();
+  private readonly userMessages = new BoundedMap<string, true>(2048);
+  private readonly lastLog = new BoundedMap<string, number>(64);
   private readonly now: () => number;
   private readonly version: string;
   private readonly instanceId: string;
@@ -99,8 +93,8 @@ export class Stallguard {
             lookup: async (id: string) => {
               const res = obj(await lookup.call(deps.client?.session, { path: { id } }));
               const data = obj(res.data);
-              if (str(data.id) !== id) throw new Error("session lookup failed");
-              return str(data.parentID) ?? null;
+              if (text(data.id) !== id) throw new Error("session lookup failed");
+              return text(data.parentID) ?? null;
             },
           }
         : {}),
@@ -161,11 +155,11 @@ export class Stallguard {
   /** chat.headers: identity headers on every LLM request, and one turn per agent step. */
   async headers(input: unknown, output: unknown): Promise<void> {
     const i = obj(input);
-    const sessionId = str(i.sessionID);
+    const sessionId = text(i.sessionID);
     const headers = obj(output).headers;
     if (!sessionId || typeof headers !== "object" || headers === null) return;
     const kind = requestKind(i.agent);
-    if (kind === "turn") this.identity.setAgent(sessionId, str(i.agent));
+    if (kind === "turn") this.identity.setAgent(sessionId, text(i.agent));
     const agent = kind === "turn" ? this.identity.agentOf(sessionId) : String(i.agent ?? "unknown");
     const parentId = await this.identity.resolveParent(sessionId);
     Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }));
@@ -177,7 +171,7 @@ export class Stallguard {
     }
     this.counts.turns++;
     const model = obj(i.model);
-    const modelId = str(model.id);
+    const modelId = text(model.id);
     this.observe({
       kind: "turn",
       sessionId,
@@ -192,7 +186,7 @@ export class Stallguard {
   chatMessage(input: unknown, output: unknown): void {
     const u = userTurnOf(input, output, this.deps.settings.policy.continuationMarkers);
     if (!u) return;
-    if (u.messageId) capSet(this.userMessages, u.messageId, true, 2048);
+    if (u.messageId) this.userMessages.set(u.messageId, true);
     this.identity.setAgent(u.sessionId, u.agent);
     this.observe({
       kind: "user",
@@ -212,8 +206,8 @@ export class Stallguard {
   /** tool.execute.after (successful tools): synchronous, no network. */
   toolAfter(input: unknown, output: unknown): void {
     const i = obj(input);
-    const sessionId = str(i.sessionID);
-    const callId = str(i.callID);
+    const sessionId = text(i.sessionID);
+    const callId = text(i.callID);
     if (!sessionId || !callId) return;
     const parentId = this.parentFor(sessionId);
     const call = callFromHook(input, output, {
@@ -227,7 +221,7 @@ export class Stallguard {
     if (!call) return;
     this.dedupe.fromHook(sessionId, callId);
     if (call.tool === "task") {
-      const child = str(obj(obj(output).metadata).sessionId);
+      const child = text(obj(obj(output).metadata).sessionId);
       if (child && child !== sessionId) this.identity.setParent(child, sessionId);
     }
     this.counts.calls++;
@@ -261,7 +255,7 @@ export class Stallguard {
         return;
       }
       case "session.compacted": {
-        const sessionId = str(obj(props).sessionID);
+        const sessionId = text(obj(props).sessionID);
         if (sessionId) this.observe({ kind: "compaction", sessionId, time: this.now() });
         return;
       }
@@ -331,7 +325,7 @@ export class Stallguard {
     }
     const cont = continuationPartOf(part);
     if (!cont || this.userMessages.has(cont.messageId)) return;
-    capSet(this.userMessages, cont.messageId, true, 2048);
+    this.userMessages.set(cont.messageId, true);
     this.observe({
       kind: "user",
       sessionId: cont.sessionId,
@@ -380,7 +374,7 @@ export class Stallguard {
     const now = this.now();
     const last = this.lastLog.get(code);
     if (last !== undefined && now - last < LOG_EVERY_MS) return;
-    capSet(this.lastLog, code, now, 64);
+    this.lastLog.set(code, now);
     const log = this.deps.client?.app?.log;
     if (!log) return;
     try {

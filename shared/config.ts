@@ -4,6 +4,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { looksSecret } from "./bash-command.ts";
 import { parseDuration } from "./duration.ts";
+import { isRec } from "./read.ts";
 
 /** A duration knob: seconds as a number, or "90s" / "5m" / "1h" / "7d". Parsed to milliseconds. */
 const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
@@ -338,13 +339,9 @@ export interface ConfigIssue {
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; issues: ConfigIssue[] };
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
 /** Deep-merges plain objects; arrays and scalars in `over` replace those in `base`. */
 export function mergeLayers(base: unknown, over: unknown): unknown {
-  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
+  if (!isRec(base) || !isRec(over)) return over === undefined ? base : over;
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(over)) out[k] = k in base ? mergeLayers(base[k], v) : v;
   return out;
@@ -374,8 +371,7 @@ export function parseYamlLayer(
     };
   }
   if (value === null || value === undefined) return { ok: true, value: {} };
-  if (!isPlainObject(value))
-    return { ok: false, issues: [{ source, path: "(root)", message: "must be a mapping" }] };
+  if (!isRec(value)) return { ok: false, issues: [{ source, path: "(root)", message: "must be a mapping" }] };
   return { ok: true, value };
 }
 
