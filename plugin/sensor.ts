@@ -6,7 +6,15 @@
 // re-published. Nothing of the arguments or output is kept here.
 
 import { BoundedMap } from "../shared/bounded-map.ts";
-import { type CallContext, callContext, fromToolHook, fromToolPart, type ToolCall } from "../shared/index.ts";
+import {
+  type CallContext,
+  callContext,
+  fromToolPart,
+  isCompleteHook,
+  parseToolHook,
+  type ToolCall,
+  toolHookCall,
+} from "../shared/index.ts";
 import { obj, text } from "../shared/read.ts";
 
 const key = (sessionId: string, callId: string) => `${sessionId}\u0000${callId}`;
@@ -65,12 +73,8 @@ export type SensorContext = Omit<CallContext, "sessionId">;
 
 /** tool.execute.after -> ToolCall. */
 export function callFromHook(input: unknown, output: unknown, ctx: SensorContext): ToolCall | null {
-  const i = obj(input);
-  const sessionID = text(i.sessionID);
-  const callID = text(i.callID);
-  const tool = text(i.tool);
-  if (!sessionID || !callID || !tool) return null;
-  return fromToolHook({ tool, sessionID, callID, args: i.args }, obj(output), ctx);
+  const hook = parseToolHook(input, output);
+  return isCompleteHook(hook) ? toolHookCall(hook, ctx) : null;
 }
 
 /** A finished tool part -> ToolCall (the part's own session id wins). */

@@ -7,15 +7,18 @@
 import { BoundedMap } from "../shared/bounded-map.ts";
 import {
   incidentReport,
+  isCompleteHook,
   type Observation,
+  parseToolHook,
   SessionForest,
+  toolHookCall,
   toTransition,
   type VerdictChange,
 } from "../shared/index.ts";
 import { obj, text } from "../shared/read.ts";
 import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
-import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./sensor.ts";
+import { CallDedupe, callFromPart, toolPartHead } from "./sensor.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";
 import { continuationPartOf, requestKind, usageOf, userTurnOf } from "./turns.ts";
@@ -205,23 +208,20 @@ export class Stallguard {
 
   /** tool.execute.after (successful tools): synchronous, no network. */
   toolAfter(input: unknown, output: unknown): void {
-    const i = obj(input);
-    const sessionId = text(i.sessionID);
-    const callId = text(i.callID);
-    if (!sessionId || !callId) return;
-    const parentId = this.parentFor(sessionId);
-    const call = callFromHook(input, output, {
-      parentId,
+    const hook = parseToolHook(input, output);
+    if (!isCompleteHook(hook)) return;
+    const { sessionId, callId } = hook;
+    const call = toolHookCall(hook, {
+      parentId: this.parentFor(sessionId),
       agent: this.identity.agentOf(sessionId),
       time: this.now(),
       directory: this.directory,
       testPatterns: this.deps.settings.policy.testPatterns,
       writePrior: this.writes.take(sessionId, callId),
     });
-    if (!call) return;
     this.dedupe.fromHook(sessionId, callId);
     if (call.tool === "task") {
-      const child = text(obj(obj(output).metadata).sessionId);
+      const child = text(obj(hook.metadata).sessionId);
       if (child && child !== sessionId) this.identity.setParent(child, sessionId);
     }
     this.counts.calls++;
