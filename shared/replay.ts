@@ -3,6 +3,7 @@
 import { observationsFromMessages, type StoredMessage } from "./adapters/stored.ts";
 import { SessionForest } from "./forest.ts";
 import type { Policy } from "./policy.ts";
+import { treesOf } from "./session-tree.ts";
 import { type FlagReason, type Observation, VERDICT_RANK, type Verdict } from "./types.ts";
 
 export interface ReplaySession {
@@ -44,35 +45,11 @@ export interface ReplayResult {
 }
 
 /**
- * Sessions grouped into trees (a session whose parent is not in the set is a
- * root), each tree in the input's order. Trees never affect each other's
- * verdicts (roll-up runs along parent links only), so each is replayed on its
- * own forest: the live state stays one tree's, not the whole history's.
+ * Trees never affect each other's verdicts (roll-up runs along parent links
+ * only), so each is replayed on its own forest: the live state stays one
+ * tree's, not the whole history's.
  */
-export function treesOf<S extends { id: string; parentId: string | null }>(sessions: readonly S[]): S[][] {
-  const byId = new Map(sessions.map((s) => [s.id, s]));
-  const rootOf = (s: S): string => {
-    const path = [s.id];
-    let cur = s;
-    for (;;) {
-      const up = cur.parentId === null ? undefined : byId.get(cur.parentId);
-      if (!up) return cur.id;
-      const at = path.indexOf(up.id);
-      // A parent cycle (bad data): its smallest id is the root, whoever walks into it.
-      if (at >= 0) return path.slice(at).sort()[0] as string;
-      path.push(up.id);
-      cur = up;
-    }
-  };
-  const groups = new Map<string, S[]>();
-  for (const s of sessions) {
-    const r = rootOf(s);
-    const g = groups.get(r);
-    if (g) g.push(s);
-    else groups.set(r, [s]);
-  }
-  return [...groups.values()];
-}
+export { treesOf } from "./session-tree.ts";
 
 /** The sessions' observations merged by time, so children roll up into parents in order. */
 export function mergedObservations(sessions: readonly ReplaySession[], policy: Policy): Observation[] {
