@@ -1,23 +1,12 @@
 // The opencode plugin entry. opencode calls every export of this module as a
 // plugin, so it exports exactly one function and nothing else.
-import { readFileSync } from "node:fs";
 import type { Plugin } from "@opencode-ai/plugin";
 import { createHooks } from "./hooks.ts";
 import { loadSettings } from "./settings.ts";
 import { type ClientLike, Stallguard } from "./state.ts";
 
 export const StallguardPlugin: Plugin = async (input, options) => {
-  const { settings, issues } = loadSettings({
-    env: process.env,
-    options,
-    readText: (path) => {
-      try {
-        return readFileSync(path, "utf8");
-      } catch {
-        return undefined;
-      }
-    },
-  });
+  const { settings, issues } = loadSettings({ env: process.env, options });
   const sg = new Stallguard({
     settings,
     directory: input.directory ?? null,

@@ -1,7 +1,6 @@
 // `stallguard watchdog [--once] [--server URL]... [--router URL] [--config FILE]`
 // One tick with --once (what the systemd timer runs); without it the same tick
 // runs in the foreground on watchdog.interval until interrupted.
-import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import type { Config } from "../../shared/index.ts";
@@ -22,31 +21,17 @@ export async function loadWatchdogConfig(
   configPath?: string,
   opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; dbPath?: string | null } = {},
 ): Promise<{ ok: true; config: Config } | { ok: false; error: string }> {
-  const env = opts.env ?? process.env;
-  const { ConfigError, LiveConfig, findConfigDir, readFileLayers } = await import("../server/live-config.ts");
+  const { loadRouterConfig } = await import("../config.ts");
+  const { ConfigError } = await import("../../shared/config-files.ts");
+  const log = opts.log;
   try {
-    const fileLayers = readFileLayers({
-      configDir: findConfigDir(),
-      configPath: configPath ? resolve(configPath) : undefined,
+    const loaded = loadRouterConfig({
+      configPath: configPath ? resolve(configPath) : null,
+      env: opts.env ?? process.env,
+      ...(opts.dbPath !== undefined ? { dbPath: opts.dbPath } : {}),
+      ...(log ? { log: (line: string) => log(`watchdog: ${line}`) } : {}),
     });
-    const base = LiveConfig.create({ fileLayers, flags: {}, overrides: [] }).get();
-    let overrides: Array<{ path: string; value: unknown }> = [];
-    const { defaultDbPath, openDatabase } = await import("../db/open.ts");
-    const dbPath = opts.dbPath === undefined ? (base.server.db ?? defaultDbPath(env)) : opts.dbPath;
-    if (dbPath && existsSync(dbPath)) {
-      try {
-        const { Store } = await import("../db/store.ts");
-        const store = new Store(openDatabase(dbPath));
-        try {
-          overrides = store.knobOverrides();
-        } finally {
-          store.close();
-        }
-      } catch (err) {
-        opts.log?.(`watchdog: admin overrides not read from ${dbPath}: ${(err as Error).message}`);
-      }
-    }
-    return { ok: true, config: LiveConfig.create({ fileLayers, flags: {}, overrides, log: opts.log }).get() };
+    return { ok: true, config: loaded.config };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, error: err.message };
     return { ok: false, error: `cannot load config: ${(err as Error).message}` };

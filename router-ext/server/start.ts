@@ -8,6 +8,7 @@ import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { Hono } from "hono";
+import { loadConfigLayers } from "../../shared/config-files.ts";
 import type { Config, Directive, Transition } from "../../shared/index.ts";
 import { adminRoutes } from "../admin/routes.ts";
 import { breakerRoutes } from "../breaker/routes.ts";
@@ -21,7 +22,7 @@ import type { ModeAction } from "../modes/policy.ts";
 import { blindAlert, initialBlindState } from "../notify/from-watchdog.ts";
 import { alertFromTransition, createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
 import { createApp } from "./app.ts";
-import { ConfigError, findConfigDir, LiveConfig, readFileLayers } from "./live-config.ts";
+import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
 import { checkBindHost, generateToken } from "./security.ts";
 
 /** How often the server looks at the latest watchdog tick for the blind alert. */
@@ -42,8 +43,8 @@ export interface StartOptions {
   /** Run the watchdog loop in-process when watchdog.enabled and no systemd timer is installed. */
   watchdog?: boolean;
   log?: (line: string) => void;
-  /** The config/ directory; default: found from this module's location. */
-  configDir?: string | null;
+  /** The package root holding config/; default: found from this module's location. null: no files. */
+  root?: string | null;
 }
 
 export interface RunningServer {
@@ -101,11 +102,10 @@ const changed = (a: Config, b: Config, key: keyof Config) =>
 export async function startServer(opts: StartOptions = {}): Promise<RunningServer> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const configDir = opts.configDir === undefined ? findConfigDir() : opts.configDir;
-  const fileLayers = readFileLayers({ configDir, configPath: opts.configPath });
   const flags = { port: opts.port, host: opts.host, db: opts.dbPath, upstream: opts.upstream };
-  // Validate files and flags before touching the database (which may hold overrides).
-  const base = LiveConfig.create({ fileLayers, flags, overrides: [] }).get();
+  // Validate files and flags before touching the database (which holds the overrides).
+  const files = loadConfigLayers({ root: opts.root, configPath: opts.configPath, last: flagsLayer(flags) });
+  const base = files.config;
   const host = base.server.host;
   const bind = checkBindHost(host, env);
   if (!bind.ok) throw new Error(bind.message);
@@ -114,7 +114,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const store = new Store(openDatabase(dbPath));
   let live: LiveConfig;
   try {
-    live = LiveConfig.create({ fileLayers, flags, overrides: store.knobOverrides(), log });
+    live = LiveConfig.create({ fileLayers: files.fileLayers, flags, overrides: store.knobOverrides(), log });
   } catch (err) {
     store.close();
     throw err;
