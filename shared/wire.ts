@@ -61,7 +61,9 @@ export const transitionSchema = z.strictObject({
   previous: verdict,
   reason: reason.nullable(),
   signals: wireSignalsSchema,
+  /** The most repeated normalized call in the window ("tool target"; named top_target on the wire). */
   top_target: target.nullable(),
+  /** How often that call repeated. */
   top_target_count: count,
   /** The incident report (section 5 format): built from events only. */
   report: z.string().max(4000),
@@ -139,11 +141,25 @@ export const directiveSchema = z.strictObject({
 });
 export type Directive = z.infer<typeof directiveSchema>;
 
-/** The /progress answer: what was accepted, plus directives for the reporting plugin. */
+/**
+ * A message the router asks the reporting plugin to show in opencode (a mode's
+ * hard stop). Ids and counts only. Sent only when there is one, so a plugin
+ * older than the field keeps reading every other answer.
+ */
+export const toastRequestSchema = z.strictObject({
+  session_id: id,
+  title: z.string().min(1).max(100),
+  message: z.string().max(500),
+  variant: z.enum(["info", "success", "warning", "error"]),
+});
+export type ToastRequest = z.infer<typeof toastRequestSchema>;
+
+/** The /progress answer: what was accepted, plus directives and toasts for the reporting plugin. */
 export const progressResponseSchema = z.strictObject({
   accepted: count,
   duplicates: count,
   directives: z.array(directiveSchema).max(50).default([]),
+  toasts: z.array(toastRequestSchema).max(20).optional(),
 });
 export type ProgressResponse = z.infer<typeof progressResponseSchema>;
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;

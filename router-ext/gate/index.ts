@@ -41,6 +41,8 @@ export interface GateOptions {
   fetchImpl?: typeof fetch;
   /** One line per notable event (upstream down, store failure); never a body. */
   log?: (line: string) => void;
+  /** The clock for request records. Default Date.now. */
+  now?: () => number;
   /**
    * The behaviour breaker (sync): a different model for this request and the
    * response header saying so, or null to leave the request as it is.
@@ -405,7 +407,7 @@ export function gateRoutes(opts: GateOptions): Hono {
 
   app.all("/v1/*", async (c) => {
     const t0 = performance.now();
-    const startedAt = Date.now();
+    const startedAt = (opts.now ?? Date.now)();
     metrics.request();
     const req = c.req.raw;
     const identity = identityFrom(req.headers);

@@ -21,7 +21,7 @@ import {
   type Notifier,
 } from "./types.ts";
 
-export { alertFromTransition } from "./from-transition.ts";
+export { transitionAlert } from "./from-transition.ts";
 export { notifierRoutes } from "./routes.ts";
 export type {
   Alert,
@@ -85,8 +85,7 @@ function testAlert(ch: Channel, at: number): Alert {
  *
  * @example
  * const notifier = createNotifier(config.notifications, { env: process.env, log: console.error });
- * const alert = alertFromTransition(transition);
- * if (alert) notifier.send(alert);
+ * for (const alert of plan.alerts) notifier.send(alert);
  */
 export function createNotifier(config: NotificationsConfig, opts: NotifierOptions): Notifier {
   const now = opts.now ?? Date.now;
