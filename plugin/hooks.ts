@@ -54,6 +54,9 @@ export function directiveRunner(sg: Stallguard, client: unknown, models: KnownMo
   );
   sg.reporter.onAnswer = (answer) => {
     if (answer.directives.length > 0) runner.handle(answer.directives);
+    // A mode's hard stop, said in the session that reported it.
+    for (const t of answer.toasts ?? [])
+      sg.showToast({ title: t.title, message: t.message, variant: t.variant, duration: 15_000 });
   };
   return runner;
 }

@@ -356,9 +356,14 @@ export class Stallguard {
     this.reporter.enqueue(
       toTransition(c, { source: "plugin", report, pluginVersion: this.version.slice(0, 64) || "dev" }),
     );
-    const toast = this.deps.settings.toasts ? toastFor(c) : null;
+    const toast = toastFor(c);
+    if (toast) this.showToast(toast);
+  }
+
+  /** Shows a toast in opencode (plugin.toasts off: none); a failure is logged, never thrown. */
+  showToast(toast: Toast): void {
     const show = this.deps.client?.tui?.showToast;
-    if (!toast || !show) return;
+    if (!this.deps.settings.toasts || !show) return;
     this.counts.toasts++;
     try {
       show.call(this.deps.client?.tui, { body: toast }).catch((err: unknown) => {
