@@ -116,12 +116,12 @@ export const knobViewSchema = z.object({
   min: z.optional(z.number()),
   max: z.optional(z.number()),
   options: z.optional(z.array(z.string())),
-  nullable: z.boolean(),
+  nullable: z.optional(z.boolean()),
   description: z.string(),
   value: z.unknown(),
   default: z.unknown(),
   /** Set through the admin API (stored in the database), not from the config files. */
-  overridden: z.boolean(),
+  overridden: z.optional(z.boolean()),
 });
 export type KnobView = z.infer<typeof knobViewSchema>;
 

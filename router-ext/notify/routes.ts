@@ -1,6 +1,7 @@
 // The notifier's admin API. The server mounts it behind its admin auth.
 import { Hono } from "hono";
 import { z } from "zod";
+import type { ChannelView } from "../api/schemas.ts";
 import { type Notifier, severitySchema } from "./types.ts";
 
 const patchSchema = z.strictObject({
@@ -28,9 +29,10 @@ export function notifierRoutes(notifier: Notifier): Hono {
 
   app.get("/api/channels", async (c) => {
     const diag = new Map((await notifier.diagnostics()).map((d) => [d.channel, d.problems]));
-    return c.json({
-      channels: notifier.channels().map((ch) => ({ ...ch, problems: diag.get(ch.name) ?? [] })),
-    });
+    const channels: ChannelView[] = notifier
+      .channels()
+      .map((ch) => ({ ...ch, problems: diag.get(ch.name) ?? [] }));
+    return c.json({ channels });
   });
 
   app.patch("/api/channels/:name", async (c) => {

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { type ProgressMessage, type ProgressResponse, parseProgressBody } from "../../shared/index.ts";
-import type { Health } from "../api/schemas.ts";
+import type { Health, KnobView } from "../api/schemas.ts";
 import { schemaVersion } from "../db/migrations.ts";
 import type { IngestResult, Store } from "../db/store.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
@@ -227,9 +227,10 @@ export function createApp(deps: AppDeps): Hono {
   api.post("/api/trees/:root/stop", treeAction("stopped"));
   api.post("/api/trees/:root/resume", treeAction("running"));
 
-  api.get("/api/knobs", (c) =>
-    c.json({ knobs: knobViews(config.get(), config.overriddenPaths()), excluded: excludedLeaves() }),
-  );
+  api.get("/api/knobs", (c) => {
+    const knobs: KnobView[] = knobViews(config.get(), config.overriddenPaths());
+    return c.json({ knobs, excluded: excludedLeaves() });
+  });
 
   api.put("/api/knobs", async (c) => {
     const body = await jsonBody(c);
