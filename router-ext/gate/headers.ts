@@ -1,0 +1,59 @@
+// Which headers cross the gate: hop-by-hop ones never do (RFC 9110 7.6.1),
+// the upstream gets plain bytes and the configured key.
+
+// Headers that belong to one hop and must not be forwarded (RFC 9110 7.6.1).
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "trailers",
+  "transfer-encoding",
+  "upgrade",
+]);
+// Recomputed or owned by this hop.
+const DROP_REQUEST = new Set(["host", "content-length", "accept-encoding", "expect"]);
+const DROP_RESPONSE = new Set(["content-length", "content-encoding"]);
+
+/** Splits a Connection header into the extra header names it marks hop-by-hop. */
+function connectionTokens(headers: Headers): Set<string> {
+  const v = headers.get("connection");
+  return new Set(
+    (v ?? "")
+      .split(",")
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
+}
+
+export function forwardRequestHeaders(incoming: Headers, apiKey: string | null): Headers {
+  const listed = connectionTokens(incoming);
+  const out = new Headers();
+  incoming.forEach((value, name) => {
+    const n = name.toLowerCase();
+    if (HOP_BY_HOP.has(n) || DROP_REQUEST.has(n) || listed.has(n)) return;
+    out.set(n, value);
+  });
+  // Plain bytes from upstream: the usage scanner reads them and fetch would decode anyway.
+  out.set("accept-encoding", "identity");
+  if (apiKey) out.set("authorization", `Bearer ${apiKey}`);
+  return out;
+}
+
+export function forwardResponseHeaders(incoming: Headers): Headers {
+  const listed = connectionTokens(incoming);
+  const out = new Headers();
+  incoming.forEach((value, name) => {
+    const n = name.toLowerCase();
+    if (HOP_BY_HOP.has(n) || DROP_RESPONSE.has(n) || listed.has(n)) return;
+    out.append(n, value);
+  });
+  return out;
+}
+
+export function upstreamUrl(upstream: string, rest: string, search: string): string {
+  return `${upstream.replace(/\/+$/, "")}/${rest.replace(/^\/+/, "")}${search}`;
+}
