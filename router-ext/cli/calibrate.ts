@@ -3,6 +3,7 @@
 import { defineCommand } from "citty";
 import { repeated } from "../calibrate/args.ts";
 import { runCalibrate } from "../calibrate/run.ts";
+import type { CliIo } from "./io.ts";
 
 export default defineCommand({
   meta: {
@@ -42,7 +43,8 @@ export default defineCommand({
     config: { type: "string", description: "Extra config YAML layered over config/config.yaml" },
     quiet: { type: "boolean", description: "No progress on stderr" },
   },
-  async run({ args, rawArgs }) {
+  async run({ args, rawArgs, data }): Promise<number> {
+    const io = data as CliIo;
     const top = args.top === undefined ? undefined : Number(args.top);
     const outcome = await runCalibrate(
       {
@@ -62,8 +64,8 @@ export default defineCommand({
         quiet: Boolean(args.quiet),
         ...(top !== undefined && Number.isInteger(top) && top > 0 ? { top } : {}),
       },
-      { stdout: process.stdout, stderr: process.stderr, env: process.env, now: Date.now },
+      { stdout: io.stdout, stderr: io.stderr, env: io.env, now: io.now },
     );
-    process.exitCode = outcome.code;
+    return outcome.code;
   },
 });
