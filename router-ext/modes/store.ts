@@ -9,7 +9,7 @@
 import type { Directive, DirectiveResult } from "../../shared/index.ts";
 import type { Tables } from "../db/open-tables.ts";
 import { MODES_ACTOR, type ModeEffects } from "./plan.ts";
-import { recoveryCompleted, resumeTree } from "./policy.ts";
+import { recoveryCompleted } from "./policy.ts";
 
 export { MODES_ACTOR };
 
@@ -76,9 +76,12 @@ export class ModesStore {
     return true;
   }
 
-  /** Admin Resume of a tree: its mode state starts over; its caps, open directives and mode refusals go. */
+  /**
+   * Admin Resume of a tree: its mode state starts over (no stored state is the
+   * initial one), its caps, open directives and mode refusals go.
+   */
   resumeTree(rootId: string, now: number): void {
-    if (this.t.treeModes.has(rootId)) this.t.treeModes.set(resumeTree(this.t.treeModes.get(rootId)), now);
+    this.t.treeModes.delete(rootId);
     this.t.caps.delete(rootId);
     this.t.directives.closeTree(rootId, now, "resumed");
     for (const key of this.t.refusals.stoppedInTree(MODES_ACTOR, rootId))

@@ -9,6 +9,7 @@ export function treeModesTable(db: Database.Database) {
      ON CONFLICT(root_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`,
   );
   const update = db.prepare("UPDATE tree_modes SET state = ?, updated_at = ? WHERE root_id = ?");
+  const del = db.prepare("DELETE FROM tree_modes WHERE root_id = ?");
   const prune = db.prepare(
     "DELETE FROM tree_modes WHERE updated_at < ? AND root_id NOT IN (SELECT key FROM refusals WHERE scope = 'tree' AND state = 'stopped')",
   );
@@ -26,6 +27,10 @@ export function treeModesTable(db: Database.Database) {
     /** Rewrites a stored tree's state; a tree without one stays without. */
     update(state: TreeModeState, at: number): void {
       update.run(JSON.stringify(state), at, state.rootId);
+    },
+    /** The tree starts over: a tree without a stored state is at policy.ts initialTreeState. */
+    delete(rootId: string): void {
+      del.run(rootId);
     },
     prune(cutoff: number): number {
       return prune.run(cutoff).changes;
