@@ -199,7 +199,10 @@ describe("admin page (real Chromium, real server)", () => {
     // it fails and says so), and the enabled toggle is PATCHed.
     const channel = page.locator('[data-channel="desktop"]');
     await channel.getByRole("button", { name: "Send test alert" }).click();
-    await expect.poll(() => channel.locator(".chan-result").textContent()).toMatch(/failed/);
+    // A failed delivery is retried once, a second later: the result comes after that.
+    await expect
+      .poll(() => channel.locator(".chan-result").textContent(), { timeout: 10_000 })
+      .toMatch(/failed/);
     expect(await channel.locator(".chan-result").getAttribute("class")).toContain("err");
     await channel.locator('input[type="checkbox"]').uncheck();
     await expect
