@@ -345,14 +345,7 @@ export class Stallguard {
     this.counts.transitions++;
     this.transitions.push(c);
     if (this.transitions.length > 200) this.transitions.shift();
-    const report = incidentReport({
-      sessionId: c.sessionId,
-      agent: c.agent,
-      parentId: c.parentId,
-      verdict: c.verdict,
-      reason: c.reason,
-      signals: c.signals,
-    });
+    const report = incidentReport(c);
     this.reporter.enqueue(
       toTransition(c, { source: "plugin", report, pluginVersion: this.version.slice(0, 64) || "dev" }),
     );

@@ -4,6 +4,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { looksSecret } from "./bash-command.ts";
 import { parseDuration } from "./duration.ts";
+import { issuePath as formatPath } from "./issue-path.ts";
 import { isRec } from "./read.ts";
 
 /** A duration knob: seconds as a number, or "90s" / "5m" / "1h" / "7d". Parsed to milliseconds. */
@@ -345,15 +346,6 @@ export function mergeLayers(base: unknown, over: unknown): unknown {
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(over)) out[k] = k in base ? mergeLayers(base[k], v) : v;
   return out;
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  return (
-    path
-      .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
-      .join(".")
-      .replace(/\.\[/g, "[") || "(root)"
-  );
 }
 
 /** Parses one YAML layer into a plain object, or issues. An empty document is an empty layer. */

@@ -4,22 +4,13 @@
 // verdicts, counts, hashes and coarse targets travel; never content.
 import { z } from "zod";
 import type { VerdictChange } from "./forest.ts";
+import { FLAG_REASONS } from "./incident-report.ts";
+import { issuePath as pathOf } from "./issue-path.ts";
 import type { Signals } from "./types.ts";
 
 const id = z.string().min(1).max(200);
 const verdict = z.enum(["ok", "stalling", "looping"]);
-const reason = z.enum([
-  "duplicates",
-  "repeat_target",
-  "fail_streak",
-  "whole_session",
-  "continuations",
-  "flip_flop",
-  "ceiling",
-  "read_only_repeat",
-  "read_only_failures",
-  "read_only_novelty",
-]);
+const reason = z.enum(FLAG_REASONS);
 const count = z.number().int().min(0).max(1e12);
 const agent = z.string().regex(/^[a-z0-9_-]{1,64}$/, "slug: lowercase [a-z0-9_-], at most 64");
 const target = z.string().max(300);
@@ -168,15 +159,6 @@ export type ProgressMessage = z.infer<typeof progressMessageSchema>;
 export const progressBodySchema = z.union([progressMessageSchema, z.array(progressMessageSchema).max(100)]);
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; errors: string[] };
-
-function pathOf(path: readonly PropertyKey[]): string {
-  return (
-    path
-      .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
-      .join(".")
-      .replace(/\.\[/g, "[") || "(root)"
-  );
-}
 
 const progressBatchSchema = z.array(progressMessageSchema).max(100);
 
