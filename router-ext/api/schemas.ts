@@ -181,6 +181,64 @@ export const deliverySchema = z.object({
 });
 export type Delivery = z.infer<typeof deliverySchema>;
 
+const phase = z.enum(["closed", "open", "half_open"]);
+const numOrNull = z.nullable(z.number());
+
+/** One model of GET /api/breaker: its breaker state and its rates over the current window. */
+export const breakerModelSchema = z.object({
+  model: z.string(),
+  phase,
+  trips: z.number(),
+  opened_at: numOrNull,
+  until: numOrNull,
+  probe_until: numOrNull,
+  resumed_by: z.nullable(z.string()),
+  resumed_at: numOrNull,
+  /** Where requests for this model go while it is open; null: advisory only. */
+  fallback: z.nullable(z.string()),
+  /** Rates over the current window (null when the model served nothing in it). */
+  served_trees: numOrNull,
+  stalled_trees: numOrNull,
+  rate: numOrNull,
+  others_rate: numOrNull,
+  ratio: numOrNull,
+});
+export type BreakerModelView = z.infer<typeof breakerModelSchema>;
+
+/** One recorded trip of GET /api/breaker, with the sessions that made it. */
+export const breakerTripSchema = z.object({
+  seq: z.number(),
+  model: z.string(),
+  at: z.number(),
+  /** The phase the model was in when it tripped. */
+  previous: phase,
+  trips: z.number(),
+  cooldown_ms: z.number(),
+  until: z.number(),
+  window_ms: z.number(),
+  window_from: z.number(),
+  min_sessions: z.number(),
+  rate_ratio: z.number(),
+  served_trees: z.number(),
+  stalled_trees: z.number(),
+  rate: z.number(),
+  others_served: z.number(),
+  others_stalled: z.number(),
+  others_rate: z.number(),
+  ratio: z.number(),
+  /** The model requests went to while open; null: the trip was advisory. */
+  fallback: z.nullable(z.string()),
+  evidence: z.array(
+    z.object({
+      session_id: z.string(),
+      root_id: z.string(),
+      verdict: z.enum(["stalling", "looping"]),
+      at: z.number(),
+    }),
+  ),
+});
+export type BreakerTripView = z.infer<typeof breakerTripSchema>;
+
 export type RowsResult<T> = { rows: T[]; problems: string[] };
 
 /** Parses each item on its own: good rows are kept, bad ones become one problem line each. */
