@@ -3,6 +3,7 @@
 // the window holds N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
 import { writeChange } from "./change.ts";
+import { bump, maxEntry } from "./counts.ts";
 import { judge } from "./judge.ts";
 import type { Policy } from "./policy.ts";
 import { TopK } from "./top-k.ts";
@@ -44,12 +45,6 @@ type WindowSignals = Pick<
 const ABSENT = "absent";
 /** Consecutive novel, successful calls that clear a read-only agent's flag. */
 const RO_CLEAR_RUN = 5;
-
-function bump(map: Map<string, number>, key: string, by: number): void {
-  const n = (map.get(key) ?? 0) + by;
-  if (n <= 0) map.delete(key);
-  else map.set(key, n);
-}
 
 export class SessionTracker {
   parentId: string | null;
@@ -302,19 +297,6 @@ export class SessionTracker {
     if (time > this.lastActivity) this.lastActivity = time;
   }
 
-  private maxOf(map: Map<string, number>): [string, number] | null {
-    // forEach, not for-of: no [key, value] array per entry on this per-event path.
-    let bestKey: string | null = null;
-    let bestValue = 0;
-    map.forEach((v, k) => {
-      if (bestKey === null || v > bestValue) {
-        bestKey = k;
-        bestValue = v;
-      }
-    });
-    return bestKey === null ? null : [bestKey, bestValue];
-  }
-
   /**
    * The signals that only a tool call (or a landed change) can move: maxima over
    * the window's maps and the top-k. Cached until the next call or landing, so a
@@ -322,9 +304,9 @@ export class SessionTracker {
    */
   private windowSignals(): WindowSignals {
     if (this.cached && this.cachedAt === this.windowVersion) return this.cached;
-    const topTarget = this.maxOf(this.targetCount);
-    const topNfp = this.maxOf(this.nfpCount);
-    const streak = this.maxOf(this.streaks);
+    const topTarget = maxEntry(this.targetCount);
+    const topNfp = maxEntry(this.nfpCount);
+    const streak = maxEntry(this.streaks);
     const cum = this.cumSinceLanded.max();
     const labelOf = (key: string | undefined): Label | undefined => (key ? this.labels.get(key) : undefined);
     const topLabel = labelOf(topNfp?.[0]);
