@@ -4,9 +4,6 @@
 // grid and the --grid parser.
 import {
   evaluatePrepared,
-  type Label,
-  type Policy,
-  type Prepared,
   parseConfig,
   type SweepRow,
   sweepPrepared,
@@ -28,15 +25,11 @@ export interface SweepResult {
   ms: number;
 }
 
-export function runSweep(
-  prepared: Prepared,
-  labels: Readonly<Record<string, Label>>,
-  policy: Policy,
-  candidates: ReadonlyArray<Partial<Thresholds>>,
-  onProgress?: (done: number, total: number) => void,
-): SweepResult {
+/** The core's sweep (same arguments), timed, with the current thresholds' row and the perfect candidates. */
+export function runSweep(...args: Parameters<typeof sweepPrepared>): SweepResult {
+  const [prepared, labels, policy, candidates] = args;
   const t0 = performance.now();
-  const { rows, ranked } = sweepPrepared(prepared, labels, policy, candidates, onProgress);
+  const { rows, ranked } = sweepPrepared(...args);
   return {
     current: evaluatePrepared(prepared, labels, policy, {}),
     rows,

@@ -137,7 +137,7 @@ export class Store implements GateStore {
     reason: string | null,
   ): RefusalView {
     this.db.transaction(() => {
-      this.tables.refusals.set(scope, key, state, by, at, reason);
+      this.tables.refusals.set({ scope, key, state, by, at, reason });
       if (state === "running") {
         this.tables.sessions.clearStopped(scope, key);
         // Admin Resume: the hard stop, the cap and the recovery count start over.

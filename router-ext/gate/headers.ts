@@ -29,14 +29,23 @@ function connectionTokens(headers: Headers): Set<string> {
   );
 }
 
-export function forwardRequestHeaders(incoming: Headers, apiKey: string | null): Headers {
+/** The headers that cross: not hop-by-hop, not named by Connection, not in `drop`. */
+function crossing(
+  incoming: Headers,
+  drop: ReadonlySet<string>,
+  add: (out: Headers, n: string, v: string) => void,
+) {
   const listed = connectionTokens(incoming);
   const out = new Headers();
   incoming.forEach((value, name) => {
     const n = name.toLowerCase();
-    if (HOP_BY_HOP.has(n) || DROP_REQUEST.has(n) || listed.has(n)) return;
-    out.set(n, value);
+    if (!HOP_BY_HOP.has(n) && !drop.has(n) && !listed.has(n)) add(out, n, value);
   });
+  return out;
+}
+
+export function forwardRequestHeaders(incoming: Headers, apiKey: string | null): Headers {
+  const out = crossing(incoming, DROP_REQUEST, (o, n, v) => o.set(n, v));
   // Plain bytes from upstream: the usage scanner reads them and fetch would decode anyway.
   out.set("accept-encoding", "identity");
   if (apiKey) out.set("authorization", `Bearer ${apiKey}`);
@@ -44,14 +53,8 @@ export function forwardRequestHeaders(incoming: Headers, apiKey: string | null):
 }
 
 export function forwardResponseHeaders(incoming: Headers): Headers {
-  const listed = connectionTokens(incoming);
-  const out = new Headers();
-  incoming.forEach((value, name) => {
-    const n = name.toLowerCase();
-    if (HOP_BY_HOP.has(n) || DROP_RESPONSE.has(n) || listed.has(n)) return;
-    out.append(n, value);
-  });
-  return out;
+  // append, not set: a response may carry a header more than once (set-cookie).
+  return crossing(incoming, DROP_RESPONSE, (o, n, v) => o.append(n, v));
 }
 
 export function upstreamUrl(upstream: string, rest: string, search: string): string {

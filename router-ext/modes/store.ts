@@ -41,7 +41,14 @@ export class ModesStore {
   applyEffects(e: ModeEffects, directives: readonly Directive[], now: number): void {
     if (e.hardStop) {
       this.t.directives.closeTree(e.hardStop.rootId, now, "hard_stop");
-      this.t.refusals.set("tree", e.hardStop.rootId, "stopped", MODES_ACTOR, now, e.hardStop.reason);
+      this.t.refusals.set({
+        scope: "tree",
+        key: e.hardStop.rootId,
+        state: "stopped",
+        by: MODES_ACTOR,
+        at: now,
+        reason: e.hardStop.reason,
+      });
     }
     for (const r of e.refuseSessions) this.setSession(r.sessionId, "stopped", r.reason, now);
     for (const r of e.liftSessions) this.liftSession(r.sessionId, r.reason, now);
@@ -149,6 +156,6 @@ export class ModesStore {
   }
 
   private setSession(key: string, state: "stopped" | "running", reason: string, at: number): void {
-    this.t.refusals.set("session", key, state, MODES_ACTOR, at, reason);
+    this.t.refusals.set({ scope: "session", key, state, by: MODES_ACTOR, at, reason });
   }
 }

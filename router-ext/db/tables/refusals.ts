@@ -11,6 +11,16 @@ export interface RefusalRow {
   changed_at: number;
 }
 
+/** Who stops or resumes what, when and why. */
+export interface RefusalChange {
+  scope: RefusalScope;
+  key: string;
+  state: RefusalState;
+  by: string;
+  at: number;
+  reason: string | null;
+}
+
 export const refusalView = (r: RefusalRow): RefusalView => ({
   scope: r.scope,
   key: r.key,
@@ -51,17 +61,9 @@ export function refusalsTable(db: Database.Database) {
       return get.get(scope, key);
     },
     /** Sets the refusal and logs the change (call inside a transaction). */
-    set(
-      scope: RefusalScope,
-      key: string,
-      state: RefusalState,
-      by: string,
-      at: number,
-      reason: string | null,
-    ) {
-      const row = { scope, key, state, reason, by, at };
-      upsert.run(row);
-      log.run(row);
+    set(change: RefusalChange): void {
+      upsert.run(change);
+      log.run(change);
     },
     all(): RefusalRow[] {
       return all.all();
