@@ -4,13 +4,12 @@
 // restart), warn-mode alerts through a real webhook channel, and hostile
 // input that must leave the server up and the database unchanged.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import type { Transition, WireSignals } from "../../shared/index.ts";
+import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
 
 const ADMIN = "admin-token-for-tests";
@@ -59,38 +58,6 @@ function transition(over: Partial<Transition> = {}): Transition {
     at,
     plugin_version: "0.1.0",
     ...over,
-  };
-}
-
-interface Hook {
-  url: string;
-  bodies: unknown[];
-  close(): Promise<void>;
-}
-
-/** A real webhook receiver for the notifier's json channel. */
-async function startHook(): Promise<Hook> {
-  const bodies: unknown[] = [];
-  const srv: Server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => {
-      raw += c.toString("utf8");
-    });
-    req.on("end", () => {
-      try {
-        bodies.push(JSON.parse(raw));
-      } catch {
-        bodies.push(raw);
-      }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const port = (srv.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/hook`,
-    bodies,
-    close: () => new Promise<void>((r) => srv.close(() => r())),
   };
 }
 
@@ -144,20 +111,7 @@ describe("router extension API", () => {
     hook = await startHook();
     writeFileSync(
       configPath,
-      [
-        "watchdog:",
-        "  enabled: false",
-        "notifications:",
-        "  channels:",
-        "    - name: hook",
-        "      type: webhook",
-        "      format: json",
-        `      url: ${hook.url}`,
-        "      min_severity: warning",
-        "      quiet_window: 0s",
-        "      rate_limit: { count: 100, per: 1h }",
-        "",
-      ].join("\n"),
+      webhookConfig(hook.url, ["quiet_window: 0s", "rate_limit: { count: 100, per: 1h }"]),
     );
     srv = await start();
   });

@@ -4,40 +4,26 @@
 // could not read its sessions raises one alert per blind spell; a tick that
 // reads sessions again resolves it; no opencode at all is not an alarm.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 
 const ADMIN = "blind-admin-token-0123456789";
 
 describe("watchdog blind alert", () => {
   let dir: string;
   let srv: RunningServer;
-  let hook: Server;
-  const received: Array<{ title: string; state: string; source: string; at: number }> = [];
+  let hook: Hook<{ title: string; state: string; source: string; at: number }>;
+  let received: Hook<{ title: string; state: string; source: string; at: number }>["bodies"] = [];
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-blind-"));
-    hook = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => {
-        body += c;
-      });
-      req.on("end", () => {
-        received.push(JSON.parse(body));
-        res.end("ok");
-      });
-    });
-    await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
-    const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    hook = await startHook();
+    received = hook.bodies;
     const configPath = join(dir, "local.yaml");
-    writeFileSync(
-      configPath,
-      `watchdog:\n  enabled: false\nnotifications:\n  channels:\n    - name: hook\n      type: webhook\n      url: ${hookUrl}\n`,
-    );
+    writeFileSync(configPath, webhookConfig(hook.url));
     srv = await startServer({
       port: 0,
       dbPath: join(dir, "stallguard.db"),
@@ -50,7 +36,7 @@ describe("watchdog blind alert", () => {
 
   afterAll(async () => {
     await srv?.close();
-    await new Promise<void>((r) => (hook ? hook.close(() => r()) : r()));
+    await hook?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
