@@ -59,10 +59,7 @@ function toolParts(msgs: Array<{ parts: Part[] }>): Part[] {
 
 describe("stallguard plugin in real opencode", () => {
   const router = scriptRouter();
-  let model: ModelServer;
-  let receiver: Receiver;
-  let oc: OpencodeServer;
-  let events: EventStream;
+  let model: ModelServer, receiver: Receiver, oc: OpencodeServer, events: EventStream;
 
   const transitionsFor = (sessionId: string): Transition[] =>
     receiver.messages.filter((m): m is Transition => m.type === "transition" && m.session_id === sessionId);
