@@ -121,12 +121,14 @@ export function defaultBinPath(): string {
   return candidates.find((c) => existsSync(c)) ?? (candidates[0] as string);
 }
 
+const meta = {
+  name: "install-units",
+  description:
+    "Write the systemd user units (router + watchdog timer) into ~/.config/systemd/user; --enable starts them",
+};
+
 export default defineCommand({
-  meta: {
-    name: "install-units",
-    description:
-      "Write the systemd user units (router + watchdog timer) into ~/.config/systemd/user; --enable starts them",
-  },
+  meta,
   args: {
     dir: { type: "string", description: "Write the units here instead" },
     config: { type: "string", description: "Config file to read watchdog.interval from" },
