@@ -9,6 +9,14 @@ import { emptyState } from "./state.ts";
 const config = configSchema.parse({ local_compute: { enabled: false } });
 const T0 = 1_800_000_000_000;
 
+/** A finished read of /p/plan.md. */
+const readState = (t: number) => ({
+  status: "completed",
+  input: { filePath: "/p/plan.md" },
+  metadata: {},
+  time: { end: t + 2 },
+});
+
 /** One session that reads the same file `n` times, one step each. */
 function readLoop(id: string, n: number): WatchedTree {
   const messages: Array<{ info: unknown; parts: unknown[] }> = [
@@ -18,19 +26,7 @@ function readLoop(id: string, n: number): WatchedTree {
     const t = T0 + i * 100;
     messages.push({
       info: { id: `a_${id}_${i}`, role: "assistant", time: { created: t, completed: t + 5 }, agent: "build" },
-      parts: [
-        {
-          type: "tool",
-          tool: "read",
-          callID: `r${i}`,
-          state: {
-            status: "completed",
-            input: { filePath: "/p/plan.md" },
-            metadata: {},
-            time: { end: t + 2 },
-          },
-        },
-      ],
+      parts: [{ type: "tool", tool: "read", callID: `r${i}`, state: readState(t) }],
     });
   }
   return [{ session: { id, directory: "/p", time: { updated: T0 + n * 100 } }, messages }];

@@ -7,7 +7,6 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Receiver, startReceiver } from "../../plugin/_test-receiver.ts";
 import type { ProgressMessage, Transition } from "../../shared/index.ts";
@@ -19,9 +18,8 @@ import {
   startModelServer,
   steps,
 } from "../helpers/model-server.ts";
-import { type EventStream, type OpencodeServer, startOpencode } from "../helpers/opencode.ts";
+import { type EventStream, type OpencodeServer, REPO, startOpencode } from "../helpers/opencode.ts";
 
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
 const VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
 const TOKEN = "test-token-0123";
