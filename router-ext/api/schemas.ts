@@ -239,6 +239,29 @@ export const breakerTripSchema = z.object({
 });
 export type BreakerTripView = z.infer<typeof breakerTripSchema>;
 
+// The answers, whole. The server types each answer `satisfies` its schema; the page
+// parses the rows one by one (parseRows), so one bad row does not blank a table.
+export const sessionsResponseSchema = z.object({ sessions: z.array(sessionViewSchema) });
+export type SessionsResponse = z.infer<typeof sessionsResponseSchema>;
+export const eventsResponseSchema = z.object({ events: z.array(eventViewSchema) });
+export type EventsResponse = z.infer<typeof eventsResponseSchema>;
+export const treesResponseSchema = z.object({
+  trees: z.array(refusalViewSchema),
+  log: z.array(refusalViewSchema),
+});
+export type TreesResponse = z.infer<typeof treesResponseSchema>;
+export const channelsResponseSchema = z.object({ channels: z.array(channelViewSchema) });
+export type ChannelsResponse = z.infer<typeof channelsResponseSchema>;
+export const deliveriesResponseSchema = z.object({ deliveries: z.array(deliverySchema) });
+export type DeliveriesResponse = z.infer<typeof deliveriesResponseSchema>;
+export const breakerResponseSchema = z.object({
+  enabled: z.boolean(),
+  window_ms: z.number(),
+  models: z.array(breakerModelSchema),
+  trips: z.array(breakerTripSchema),
+});
+export type BreakerResponse = z.infer<typeof breakerResponseSchema>;
+
 export type RowsResult<T> = { rows: T[]; problems: string[] };
 
 /** Parses each item on its own: good rows are kept, bad ones become one problem line each. */

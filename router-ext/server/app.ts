@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { type ProgressMessage, type ProgressResponse, parseProgressBody } from "../../shared/index.ts";
-import type { Health, KnobView } from "../api/schemas.ts";
+import type { EventsResponse, Health, KnobView, SessionsResponse, TreesResponse } from "../api/schemas.ts";
 import { schemaVersion } from "../db/migrations.ts";
 import type { IngestResult, Store } from "../db/store.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
@@ -158,14 +158,14 @@ export function createApp(deps: AppDeps): Hono {
       db = `error: ${(err as Error).message}`;
     }
     const tick = db === "ok" ? store.lastWatchdogTick() : null;
-    const health: Health = {
+    const health = {
       ok: db === "ok",
       version: deps.version,
       db,
       schema_version: version,
       mode: config.get().progress.mode,
       watchdog: tick ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged } : null,
-    };
+    } satisfies Health;
     return c.json(health, db === "ok" ? 200 : 503);
   });
 
@@ -196,7 +196,9 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   api.get("/api/sessions", (c) =>
-    c.json({ sessions: store.sessions({ now: now(), liveWindowMs: liveWindow() }) }),
+    c.json({
+      sessions: store.sessions({ now: now(), liveWindowMs: liveWindow() }),
+    } satisfies SessionsResponse),
   );
 
   api.get("/api/events", (c) => {
@@ -204,11 +206,14 @@ export function createApp(deps: AppDeps): Hono {
     const limit = raw === undefined ? 100 : Number(raw);
     if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
       return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 10000"] }, 400);
-    return c.json({ events: store.events(limit) });
+    return c.json({ events: store.events(limit) } satisfies EventsResponse);
   });
 
   api.get("/api/trees", (c) =>
-    c.json({ trees: store.refusals().filter((r) => r.scope === "tree"), log: store.refusalLog(100) }),
+    c.json({
+      trees: store.refusals().filter((r) => r.scope === "tree"),
+      log: store.refusalLog(100),
+    } satisfies TreesResponse),
   );
 
   const treeAction = (state: "stopped" | "running") => async (c: Context) => {
@@ -228,7 +233,7 @@ export function createApp(deps: AppDeps): Hono {
   api.post("/api/trees/:root/resume", treeAction("running"));
 
   api.get("/api/knobs", (c) => {
-    const knobs: KnobView[] = knobViews(config.get(), config.overriddenPaths());
+    const knobs = knobViews(config.get(), config.overriddenPaths()) satisfies KnobView[];
     return c.json({ knobs, excluded: excludedLeaves() });
   });
 
