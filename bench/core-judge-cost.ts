@@ -5,31 +5,24 @@
 //
 //   npx tsx bench/core-judge-cost.ts [--sessions 20] [--calls 500] [--repeats 5]
 
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../shared/canonical-json.ts";
 import {
   fromToolPart,
   type Observation,
   observationsFromMessages,
-  parseConfig,
-  policyFromConfig,
   SessionForest,
   sha256,
 } from "../shared/index.ts";
 import { type ExportDoc, syntheticSession } from "./core-opencode-db.ts";
-import { arg, fmt, medianOf, percentile, printTable, timeEach } from "./core-stats.ts";
+import { arg, defaultPolicy, fmt, medianOf, percentile, printTable, timeEach } from "./core-stats.ts";
 
-const ROOT = join(import.meta.dirname, "..");
+const _ROOT = join(import.meta.dirname, "..");
 const sessions = arg("sessions", 20);
 const calls = arg("calls", 500);
 const repeats = arg("repeats", 5);
 
-const cfg = parseConfig([
-  { source: "config.yaml", text: readFileSync(join(ROOT, "config", "config.yaml"), "utf8") },
-]);
-if (!cfg.ok) throw new Error("config/config.yaml does not parse");
-const policy = policyFromConfig(cfg.config);
+const policy = defaultPolicy();
 
 // Sessions interleaved call by call, the way a live forest sees them.
 const docs: ExportDoc[] = Array.from({ length: sessions }, (_, i) =>
@@ -122,45 +115,23 @@ const floorP99 = med("floor", "p99");
 console.log(
   `judge cost per tool event: ${sessions} sessions x ${calls} calls interleaved (${items.length} tool events, ${observations.length} observations incl. turns/usage), median of ${repeats} repeats, node ${process.version}`,
 );
+/** One step's row: its median and p99, and both against the floor. */
+const stepRow = (label: string, key: Parameters<typeof med>[0]) => [
+  label,
+  fmt(med(key, "median")),
+  fmt(med(key, "p99")),
+  fmt(med(key, "median") / floorMed),
+  fmt(med(key, "p99") / floorP99),
+];
 printTable(
   ["step", "median us", "p99 us", "median / floor", "p99 / floor"],
   [
     ["floor: sha256(JSON args)", fmt(floorMed), fmt(floorP99), "1.00", "1.00"],
-    [
-      "exact fingerprint (canonical JSON + sha256)",
-      fmt(med("fingerprint", "median")),
-      fmt(med("fingerprint", "p99")),
-      fmt(med("fingerprint", "median") / floorMed),
-      fmt(med("fingerprint", "p99") / floorP99),
-    ],
-    [
-      "adapter fromToolPart (fp, nfp, target, diff)",
-      fmt(med("adapter", "median")),
-      fmt(med("adapter", "p99")),
-      fmt(med("adapter", "median") / floorMed),
-      fmt(med("adapter", "p99") / floorP99),
-    ],
-    [
-      "SessionForest.observe, tool event",
-      fmt(med("observe", "median")),
-      fmt(med("observe", "p99")),
-      fmt(med("observe", "median") / floorMed),
-      fmt(med("observe", "p99") / floorP99),
-    ],
-    [
-      "SessionForest.observe, turn/usage/user",
-      fmt(med("other", "median")),
-      fmt(med("other", "p99")),
-      fmt(med("other", "median") / floorMed),
-      fmt(med("other", "p99") / floorP99),
-    ],
-    [
-      "adapter + observe, tools only stream",
-      fmt(med("total", "median")),
-      fmt(med("total", "p99")),
-      fmt(med("total", "median") / floorMed),
-      fmt(med("total", "p99") / floorP99),
-    ],
+    stepRow("exact fingerprint (canonical JSON + sha256)", "fingerprint"),
+    stepRow("adapter fromToolPart (fp, nfp, target, diff)", "adapter"),
+    stepRow("SessionForest.observe, tool event", "observe"),
+    stepRow("SessionForest.observe, turn/usage/user", "other"),
+    stepRow("adapter + observe, tools only stream", "total"),
   ],
 );
 console.log(

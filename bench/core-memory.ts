@@ -1,16 +1,8 @@
-// Resident bytes per session in a SessionForest as sessions grow: after 100,
-// 1k, 10k and 50k tool events each. Memory must stop growing once the window
-// and the bounded maps are full. The floor next to it: only keeping the
-// sha256 of every call's arguments (what an unbounded per-call history would
-// hold at the least). Heap deltas after a forced GC; medians over repeats.
-//
-//   npx tsx bench/core-memory.ts [--sessions 40] [--repeats 3] [--targets 50]
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { fromToolPart, parseConfig, policyFromConfig, SessionForest, sha256 } from "../shared/index.ts";
-import { arg, fmt, medianOf, printTable } from "./core-stats.ts";
+import { fromToolPart, SessionForest, sha256 } from "../shared/index.ts";
+import { arg, defaultPolicy, fmt, medianOf, printTable } from "./core-stats.ts";
 
 setFlagsFromString("--expose-gc");
 const gcFn = runInNewContext("gc") as () => void;
@@ -19,12 +11,8 @@ const gc = () => {
   gcFn();
 };
 
-const ROOT = join(import.meta.dirname, "..");
-const cfg = parseConfig([
-  { source: "config.yaml", text: readFileSync(join(ROOT, "config", "config.yaml"), "utf8") },
-]);
-if (!cfg.ok) throw new Error("config/config.yaml does not parse");
-const policy = policyFromConfig(cfg.config);
+const _ROOT = join(import.meta.dirname, "..");
+const policy = defaultPolicy();
 const sessions = arg("sessions", 40);
 const repeats = arg("repeats", 3);
 const CHECKPOINTS = [100, 1000, 10_000, 50_000];

@@ -4,25 +4,21 @@
 // limited by reading the data, not by judging. Medians over repeats.
 //
 //   npx tsx bench/core-replay.ts [--sessions 200] [--calls 500] [--repeats 3]
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
 import { outcomes, prepare } from "../router-ext/calibrate/sweep.ts";
-import { parseConfig, policyFromConfig, replay } from "../shared/index.ts";
+import { replay } from "../shared/index.ts";
 import { syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
-import { arg, fmt, medianOf, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
+import { arg, defaultPolicy, fmt, medianOf, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
 
-const ROOT = join(import.meta.dirname, "..");
+const _ROOT = join(import.meta.dirname, "..");
 const sessions = arg("sessions", 200);
 const calls = arg("calls", 500);
 const repeats = arg("repeats", 3);
-const cfg = parseConfig([
-  { source: "config.yaml", text: readFileSync(join(ROOT, "config", "config.yaml"), "utf8") },
-]);
-if (!cfg.ok) throw new Error("config/config.yaml does not parse");
-const policy = policyFromConfig(cfg.config);
+const policy = defaultPolicy();
 
 const dir = mkdtempSync(join(tmpdir(), "stallguard-bench-replay-"));
 try {

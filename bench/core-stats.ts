@@ -1,4 +1,7 @@
-// Small helpers for the core benches: timing, medians, percentiles, printing.
+// Small helpers for the core benches: timing, medians, percentiles, printing, the default policy.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Policy, parseConfig, policyFromConfig } from "../shared/index.ts";
 
 export function nowNs(): bigint {
   return process.hrtime.bigint();
@@ -72,4 +75,14 @@ export function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   const v = i >= 0 ? Number(process.argv[i + 1]) : Number.NaN;
   return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+/** The judge's policy from the repo's config/config.yaml alone (benches measure the defaults). */
+export function defaultPolicy(): Policy {
+  const root = join(import.meta.dirname, "..");
+  const cfg = parseConfig([
+    { source: "config.yaml", text: readFileSync(join(root, "config", "config.yaml"), "utf8") },
+  ]);
+  if (!cfg.ok) throw new Error("config/config.yaml does not parse");
+  return policyFromConfig(cfg.config);
 }

@@ -10,12 +10,8 @@
 import { createHash } from "node:crypto";
 import { loadSettings } from "../plugin/settings.ts";
 import { Stallguard } from "../plugin/state.ts";
+import { arg } from "./core-stats.ts";
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : Number.NaN;
-  return Number.isInteger(v) && v > 0 ? v : fallback;
-}
 const CALLS = arg("calls", 20_000);
 const SESSIONS = arg("sessions", 50);
 const EVENTS = 10_000;

@@ -10,15 +10,11 @@ import { fileURLToPath } from "node:url";
 import { startReceiver } from "../plugin/_test-receiver.ts";
 import { type ModelReply, scriptRouter, startModelServer } from "../test/helpers/model-server.ts";
 import { type OpencodeServer, startOpencode } from "../test/helpers/opencode.ts";
+import { arg } from "./core-stats.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : Number.NaN;
-  return Number.isInteger(v) && v > 0 ? v : fallback;
-}
 const ROUNDS = arg("rounds", 3);
 const CALLS = arg("calls", 200);
 

@@ -130,20 +130,21 @@ let failed = false;
 const rows: AutocannonResult[] = [];
 try {
   let n = 0;
+  const requests: AutocannonRequest[] = [
+    {
+      method: "POST",
+      path: "/progress",
+      headers: { "content-type": "application/json" },
+      setupRequest: (req) => ({ ...req, body: body(n++) }),
+    },
+  ];
   // Warm-up, not reported.
   await autocannon({
     url,
     connections,
     amount: 500,
     timeout: 10,
-    requests: [
-      {
-        method: "POST",
-        path: "/progress",
-        headers: { "content-type": "application/json" },
-        setupRequest: (req) => ({ ...req, body: body(n++) }),
-      },
-    ],
+    requests,
   });
   for (let run = 1; run <= runs; run++) {
     const r = await autocannon({
@@ -151,14 +152,7 @@ try {
       connections,
       amount,
       timeout: 10,
-      requests: [
-        {
-          method: "POST",
-          path: "/progress",
-          headers: { "content-type": "application/json" },
-          setupRequest: (req) => ({ ...req, body: body(n++) }),
-        },
-      ],
+      requests,
     });
     rows.push(r);
     const bad = r.errors + r.timeouts + r.non2xx;

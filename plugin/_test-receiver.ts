@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { type ProgressMessage, parseProgressBody } from "../shared/index.ts";
+import { readBody } from "../test/helpers/hook.ts";
 
 export type ReceiverMode = "ok" | "hang" | { status: number };
 
@@ -27,15 +28,6 @@ export interface Receiver {
   down(): Promise<void>;
   up(): Promise<void>;
   close(): Promise<void>;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }
 
 export async function startReceiver(opts: { token?: string } = {}): Promise<Receiver> {

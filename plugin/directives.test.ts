@@ -129,8 +129,7 @@ describe("DirectiveRunner", () => {
     });
     runner.handle([directive("recover")]);
     runner.handle([directive("recover")]);
-    await new Promise((r) => setTimeout(r, 10));
-    expect(calls).toEqual(["abort child", "abort root", "summarize root"]);
+    await expect.poll(() => calls).toEqual(["abort child", "abort root", "summarize root"]);
 
     const out = { context: [] as string[] };
     runner.onCompacting("root", out);
@@ -140,7 +139,8 @@ describe("DirectiveRunner", () => {
     const hook = runner.onCompacted("root", 5000).then(() => {
       continued = true;
     });
-    await new Promise((r) => setTimeout(r, 20));
+    // One turn of the event loop: whatever could run without the result has run.
+    await new Promise((r) => setImmediate(r));
     expect(continued).toBe(false); // still waiting for the result to reach the router
     release();
     await hook;

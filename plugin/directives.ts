@@ -10,7 +10,10 @@
 // experimental.compaction.autocontinue hook (awaited by opencode before its
 // continue turn, so the router can lift the refusal first) or the
 // session.compacted event, whichever comes first.
+
+import { BoundedMap } from "../shared/bounded-map.ts";
 import type { Directive, DirectiveResult } from "../shared/index.ts";
+import { obj, text } from "../shared/read.ts";
 
 export interface ModelRef {
   providerID: string;
@@ -28,17 +31,13 @@ export interface OpencodeOps {
 
 /** Reports waiting for a session's next compaction; bounded so a lost compaction cannot leak. */
 export class PendingReports {
-  private readonly map = new Map<string, string>();
-  constructor(private readonly max = 64) {}
+  private readonly map: BoundedMap<string, string>;
+  constructor(max = 64) {
+    this.map = new BoundedMap(max);
+  }
 
   set(sessionId: string, report: string): void {
-    this.map.delete(sessionId);
     this.map.set(sessionId, report);
-    while (this.map.size > this.max) {
-      const oldest = this.map.keys().next();
-      if (oldest.done) break;
-      this.map.delete(oldest.value);
-    }
   }
 
   /** experimental.session.compacting: append the report once, then forget it. */
@@ -179,7 +178,7 @@ export async function runDirective(
 export class DirectiveRunner {
   readonly pending = new PendingReports();
   readonly signals = new CompactionSignals();
-  private readonly seen = new Set<string>();
+  private readonly seen = new BoundedMap<string, true>(512);
   private readonly running = new Map<string, Promise<DirectiveResult>>();
   /** The result waiting to be delivered, per compacted session (the autocontinue hook awaits it). */
   private readonly delivering = new Map<string, Promise<void>>();
@@ -198,11 +197,7 @@ export class DirectiveRunner {
   handle(directives: readonly Directive[]): void {
     for (const d of directives) {
       if (this.seen.has(d.id)) continue;
-      this.seen.add(d.id);
-      if (this.seen.size > 512) {
-        const oldest = this.seen.values().next();
-        if (!oldest.done) this.seen.delete(oldest.value);
-      }
+      this.seen.set(d.id, true);
       const target = d.action === "recover" ? d.root_id : d.session_id;
       if (this.running.has(target)) continue; // one recovery per target at a time
       const run = runDirective(d, this.ops, this.pending, {
@@ -257,19 +252,15 @@ export class DirectiveRunner {
   }
 }
 
-type Rec = Record<string, unknown>;
-const obj = (v: unknown): Rec => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {});
-const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
-
 /** The model a chat.headers / chat.params input names: message.model first, then model + provider. */
 export function modelFromInput(input: unknown): ModelRef | null {
   const i = obj(input);
   const m = obj(obj(i.message).model);
-  const fromMsg = { providerID: str(m.providerID), modelID: str(m.modelID) };
+  const fromMsg = { providerID: text(m.providerID), modelID: text(m.modelID) };
   if (fromMsg.providerID && fromMsg.modelID) return fromMsg as ModelRef;
   const model = obj(i.model);
-  const providerID = str(model.providerID) ?? str(obj(obj(i.provider).info).id) ?? str(i.provider);
-  const modelID = str(model.id) ?? str(i.model);
+  const providerID = text(model.providerID) ?? text(obj(obj(i.provider).info).id) ?? text(i.provider);
+  const modelID = text(model.id) ?? text(i.model);
   return providerID && modelID ? { providerID, modelID } : null;
 }
 
@@ -293,7 +284,10 @@ function failed(res: unknown): boolean {
 }
 
 /** OpencodeOps over the SDK client opencode hands the plugin. */
-export function clientOps(client: OpsClient, models: Map<string, ModelRef>): OpencodeOps {
+/** The models sessions last used, as chat.headers saw them. */
+export type KnownModels = { get(sessionId: string): ModelRef | undefined };
+
+export function clientOps(client: OpsClient, models: KnownModels): OpencodeOps {
   return {
     async abort(id) {
       const res = await client.session?.abort?.call(client.session, { path: { id } });
@@ -313,8 +307,8 @@ export function clientOps(client: OpsClient, models: Map<string, ModelRef>): Ope
       if (!Array.isArray(list)) return null;
       for (let i = list.length - 1; i >= 0; i--) {
         const info = obj(obj(list[i]).info);
-        const providerID = str(info.providerID) ?? str(obj(info.model).providerID);
-        const modelID = str(info.modelID) ?? str(obj(info.model).modelID);
+        const providerID = text(info.providerID) ?? text(obj(info.model).providerID);
+        const modelID = text(info.modelID) ?? text(obj(info.model).modelID);
         if (providerID && modelID) return { providerID, modelID };
       }
       return null;

@@ -104,8 +104,8 @@ describe("mode hooks", () => {
         { id: "d:hook1", action: "compact", session_id: "ses_r", root_id: "ses_r", report: "REPORT-LINE" },
       ],
     });
-    await new Promise((r) => setTimeout(r, 20));
-    expect(calls).toEqual(["summarize ses_r"]);
+    // The runner looks the model up before it summarizes: wait for the call, not for a time.
+    await expect.poll(() => calls).toEqual(["summarize ses_r"]);
     const out = { context: [] as string[] };
     await (hooks["experimental.session.compacting"] as unknown as (a: unknown, b: unknown) => Promise<void>)(
       { sessionID: "ses_r" },
@@ -113,5 +113,27 @@ describe("mode hooks", () => {
     );
     expect(out.context.join("\n")).toContain("REPORT-LINE");
     await sg.dispose();
+  });
+
+  it("a toast in a /progress answer (a mode's hard stop) is shown in opencode, unless toasts are off", () => {
+    const shown: unknown[] = [];
+    const client = { tui: { showToast: async (o: { body: unknown }) => shown.push(o.body) } };
+    const toast = {
+      session_id: "ses_t",
+      title: "stallguard: tree stopped",
+      message: "stopped",
+      variant: "error" as const,
+    };
+    for (const toasts of [true, false]) {
+      const { settings } = loadSettings({
+        env: { STALLGUARD_URL: "http://127.0.0.1:9" },
+        options: { plugin: { toasts } },
+      });
+      const sg = new Stallguard({ settings, client });
+      createHooks(sg);
+      sg.reporter.onAnswer?.({ accepted: 1, duplicates: 0, directives: [], toasts: [toast] });
+      sg.reporter.close();
+    }
+    expect(shown).toEqual([{ title: toast.title, message: "stopped", variant: "error", duration: 15_000 }]);
   });
 });

@@ -3,7 +3,16 @@
 // a failure is logged with a code instead. The modes' directives (from the
 // router's /progress answers) run here, off the tool path.
 import type { Hooks } from "@opencode-ai/plugin";
-import { clientOps, DirectiveRunner, type ModelRef, modelFromInput, type OpsClient } from "./directives.ts";
+import { BoundedMap } from "../shared/bounded-map.ts";
+import { obj, text } from "../shared/read.ts";
+import {
+  clientOps,
+  DirectiveRunner,
+  type KnownModels,
+  type ModelRef,
+  modelFromInput,
+  type OpsClient,
+} from "./directives.ts";
 import type { Stallguard } from "./state.ts";
 
 type Guard = <T>(code: string, fn: () => T) => T | undefined;
@@ -26,10 +35,7 @@ function guardFor(sg: Stallguard): Guard {
   };
 }
 
-const sessionOf = (v: unknown): string | undefined => {
-  const id = v !== null && typeof v === "object" ? (v as { sessionID?: unknown }).sessionID : undefined;
-  return typeof id === "string" && id !== "" ? id : undefined;
-};
+const sessionOf = (v: unknown): string | undefined => text(obj(v).sessionID);
 
 export interface HookExtras {
   /** opencode's SDK client, for abort / summarize / toast (directives). */
@@ -37,11 +43,7 @@ export interface HookExtras {
 }
 
 /** Wires the directive runner to the reporter's answers; returns it (tests reach in). */
-export function directiveRunner(
-  sg: Stallguard,
-  client: unknown,
-  models: Map<string, ModelRef>,
-): DirectiveRunner {
+export function directiveRunner(sg: Stallguard, client: unknown, models: KnownModels): DirectiveRunner {
   const runner = new DirectiveRunner(
     clientOps((client ?? {}) as OpsClient, models),
     async (r) => {
@@ -52,13 +54,16 @@ export function directiveRunner(
   );
   sg.reporter.onAnswer = (answer) => {
     if (answer.directives.length > 0) runner.handle(answer.directives);
+    // A mode's hard stop, said in the session that reported it.
+    for (const t of answer.toasts ?? [])
+      sg.showToast({ title: t.title, message: t.message, variant: t.variant, duration: 15_000 });
   };
   return runner;
 }
 
 export function createHooks(sg: Stallguard, extras: HookExtras = {}): Hooks {
   const guard = guardFor(sg);
-  const models = new Map<string, ModelRef>();
+  const models = new BoundedMap<string, ModelRef>(1000);
   const runner = directiveRunner(sg, extras.client, models);
   const rememberModel = (input: unknown) => {
     const id = sessionOf(input);
@@ -66,12 +71,7 @@ export function createHooks(sg: Stallguard, extras: HookExtras = {}): Hooks {
     if (!id || agent === "title" || agent === "compaction") return;
     const m = modelFromInput(input);
     if (!m) return;
-    models.delete(id);
     models.set(id, m);
-    if (models.size > 1000) {
-      const oldest = models.keys().next();
-      if (!oldest.done) models.delete(oldest.value);
-    }
   };
   return {
     "chat.headers": async (input, output) => {

@@ -3,8 +3,10 @@
 // from session.created / session.updated events; a session never seen there
 // is looked up once through the opencode client, and a slow lookup never
 // holds a request up for more than a short budget.
+
+import { BoundedMap } from "../shared/bounded-map.ts";
 import { slugAgent } from "../shared/index.ts";
-import { capSet } from "./capped.ts";
+import { obj, text } from "../shared/read.ts";
 
 export interface IdentityHeadersInput {
   sessionId: string;
@@ -24,22 +26,14 @@ export function identityHeaders(i: IdentityHeadersInput): Record<string, string>
   return h;
 }
 
-type Rec = Record<string, unknown>;
-function obj(v: unknown): Rec {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
-}
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
-
 /** A session's id and parent from a session.created / session.updated event's info; null if none. */
 export function sessionInfoOf(
   properties: unknown,
 ): { id: string; parentId: string | null; agent: string | undefined } | null {
   const info = obj(obj(properties).info);
-  const id = str(info.id);
+  const id = text(info.id);
   if (!id) return null;
-  return { id, parentId: str(info.parentID) ?? null, agent: str(info.agent) };
+  return { id, parentId: text(info.parentID) ?? null, agent: text(info.agent) };
 }
 
 /** Resolves a session's parent id (null: a root session); throws or rejects when unknown. */
@@ -57,10 +51,10 @@ export interface IdentityOptions {
 }
 
 export class IdentityCache {
-  private readonly agents = new Map<string, string>();
-  private readonly parents = new Map<string, string | null>();
+  private readonly agents: BoundedMap<string, string>;
+  private readonly parents: BoundedMap<string, string | null>;
   private readonly inflight = new Map<string, Promise<string | null | undefined>>();
-  private readonly failedAt = new Map<string, number>();
+  private readonly failedAt: BoundedMap<string, number>;
   private readonly capacity: number;
   private readonly budget: number;
   private readonly retryAfter: number;
@@ -68,6 +62,9 @@ export class IdentityCache {
 
   constructor(private readonly opts: IdentityOptions) {
     this.capacity = Math.max(16, opts.capacity);
+    this.agents = new BoundedMap(this.capacity);
+    this.parents = new BoundedMap(this.capacity);
+    this.failedAt = new BoundedMap(this.capacity);
     this.budget = opts.lookupBudgetMs ?? 250;
     this.retryAfter = opts.retryAfterMs ?? 30_000;
     this.now = opts.now ?? Date.now;
@@ -81,7 +78,7 @@ export class IdentityCache {
     if (!agent) return;
     const slug = slugAgent(agent);
     if (slug === "unknown" || this.agents.get(sessionId) === slug) return;
-    capSet(this.agents, sessionId, slug, this.capacity);
+    this.agents.set(sessionId, slug);
   }
 
   agentOf(sessionId: string): string {
@@ -92,7 +89,7 @@ export class IdentityCache {
     const p = parentId === sessionId ? null : parentId;
     const known = this.parents.get(sessionId);
     if (known !== undefined && (known === p || p === null)) return;
-    capSet(this.parents, sessionId, p, this.capacity);
+    this.parents.set(sessionId, p);
     this.failedAt.delete(sessionId);
     this.opts.onParent?.(sessionId, p);
   }
@@ -139,7 +136,7 @@ export class IdentityCache {
       this.setParent(sessionId, parent);
       return parent;
     } catch {
-      capSet(this.failedAt, sessionId, this.now(), this.capacity);
+      this.failedAt.set(sessionId, this.now());
       return undefined;
     } finally {
       this.inflight.delete(sessionId);

@@ -4,8 +4,9 @@
 // with backoff. The queue is bounded: the oldest messages go first, and only
 // the newest heartbeat is ever kept.
 import { type ProgressMessage, type ProgressResponse, progressResponseSchema } from "../shared/index.ts";
+import { classifyStatus, type FetchLike, postProgress } from "../shared/progress-client.ts";
 
-export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+export type { FetchLike };
 
 export interface ReporterOptions {
   /** The router's base URL; messages go to {url}/progress. */
@@ -34,11 +35,14 @@ export interface ReporterStats {
 
 export type SendOutcome = "sent" | "retry" | "rejected";
 
-/** How a /progress answer is handled: retry what a later attempt can fix. */
+/**
+ * What the queue does with an answer (classes from shared/progress-client.ts):
+ * retry what a later attempt can fix; a refused or rejected batch leaves the
+ * queue (logged), since nothing inside opencode can fix a token or a body.
+ */
 export function outcomeOf(status: number): SendOutcome {
-  if (status >= 200 && status < 300) return "sent";
-  if (status === 408 || status === 425 || status === 429 || status >= 500) return "retry";
-  return "rejected";
+  const c = classifyStatus(status);
+  return c === "refused" ? "rejected" : c;
 }
 
 export class Reporter {
@@ -47,16 +51,11 @@ export class Reporter {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private failuresInRow = 0;
   private closed = false;
-  private readonly endpoint: string;
-  private readonly doFetch: FetchLike;
   readonly stats: ReporterStats = { sent: 0, batches: 0, failures: 0, dropped: 0, rejected: 0 };
   /** Set after construction by the hook shell (directives); must not throw, is not awaited. */
   onAnswer: ((answer: ProgressResponse) => void) | null = null;
 
-  constructor(private readonly opts: ReporterOptions) {
-    this.endpoint = `${opts.url.replace(/\/+$/, "")}/progress`;
-    this.doFetch = opts.fetch ?? ((url, init) => fetch(url, init));
-  }
+  constructor(private readonly opts: ReporterOptions) {}
 
   get pending(): number {
     return this.queue.length;
@@ -115,20 +114,16 @@ export class Reporter {
   }
 
   private async post(batch: ProgressMessage[]): Promise<SendOutcome> {
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
-    const res = await this.doFetch(this.endpoint, {
-      method: "POST",
-      headers,
-      body: JSON.stringify(batch.length === 1 ? batch[0] : batch),
-      signal: AbortSignal.timeout(this.opts.timeoutMs),
+    const r = await postProgress(this.opts.url, batch.length === 1 ? (batch[0] as ProgressMessage) : batch, {
+      token: this.opts.token,
+      timeoutMs: this.opts.timeoutMs,
+      ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
     });
-    // Drain the body so the connection is released; a 2xx answer may carry directives.
-    const text = await res.text().catch(() => "");
-    const outcome = outcomeOf(res.status);
-    if (outcome === "sent") this.answer(text);
+    if (r.http === null) return "retry";
+    const outcome = outcomeOf(r.http);
+    if (outcome === "sent") this.answer(r.text);
     if (outcome === "rejected")
-      this.opts.log?.("warn", "progress_rejected", `router answered ${res.status} to /progress`);
+      this.opts.log?.("warn", "progress_rejected", `router answered ${r.http} to /progress`);
     return outcome;
   }
 

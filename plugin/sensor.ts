@@ -4,26 +4,31 @@
 // the part turns completed, so a completed part whose call the hook already
 // counted is skipped; a part is never counted twice however often it is
 // re-published. Nothing of the arguments or output is kept here.
-import { type CallContext, callContext, fromToolHook, fromToolPart, type ToolCall } from "../shared/index.ts";
-import { capSet } from "./capped.ts";
 
-type Rec = Record<string, unknown>;
-function obj(v: unknown): Rec {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
-}
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
+import { BoundedMap } from "../shared/bounded-map.ts";
+import {
+  type CallContext,
+  callContext,
+  fromToolPart,
+  isCompleteHook,
+  parseToolHook,
+  type ToolCall,
+  toolHookCall,
+} from "../shared/index.ts";
+import { obj, text } from "../shared/read.ts";
 
 const key = (sessionId: string, callId: string) => `${sessionId}\u0000${callId}`;
 
 export class CallDedupe {
   /** Calls counted through the hook whose completed part has not arrived yet. */
-  private readonly viaHook = new Map<string, true>();
+  private readonly viaHook: BoundedMap<string, true>;
   /** Part ids already handled (counted or skipped). */
-  private readonly parts = new Map<string, true>();
+  private readonly parts: BoundedMap<string, true>;
 
-  constructor(private readonly capacity = 4096) {}
+  constructor(capacity = 4096) {
+    this.viaHook = new BoundedMap(capacity);
+    this.parts = new BoundedMap(capacity);
+  }
 
   get size(): number {
     return this.viaHook.size + this.parts.size;
@@ -31,7 +36,7 @@ export class CallDedupe {
 
   /** The hook saw this call: count it, and skip its completed part later. */
   fromHook(sessionId: string, callId: string): boolean {
-    capSet(this.viaHook, key(sessionId, callId), true, this.capacity);
+    this.viaHook.set(key(sessionId, callId), true);
     return true;
   }
 
@@ -39,7 +44,7 @@ export class CallDedupe {
   fromPart(partId: string | undefined, sessionId: string, callId: string, status: string): boolean {
     if (partId) {
       if (this.parts.has(partId)) return false;
-      capSet(this.parts, partId, true, this.capacity);
+      this.parts.set(partId, true);
     }
     const k = key(sessionId, callId);
     if (status === "completed" && this.viaHook.has(k)) {
@@ -58,28 +63,24 @@ export function toolPartHead(
   if (p.type !== "tool") return null;
   const status = obj(p.state).status;
   if (status !== "completed" && status !== "error") return null;
-  const sessionId = str(p.sessionID);
-  const callId = str(p.callID) ?? str(p.id);
+  const sessionId = text(p.sessionID);
+  const callId = text(p.callID) ?? text(p.id);
   if (!sessionId || !callId) return null;
-  return { partId: str(p.id), sessionId, callId, status };
+  return { partId: text(p.id), sessionId, callId, status };
 }
 
 export type SensorContext = Omit<CallContext, "sessionId">;
 
 /** tool.execute.after -> ToolCall. */
 export function callFromHook(input: unknown, output: unknown, ctx: SensorContext): ToolCall | null {
-  const i = obj(input);
-  const sessionID = str(i.sessionID);
-  const callID = str(i.callID);
-  const tool = str(i.tool);
-  if (!sessionID || !callID || !tool) return null;
-  return fromToolHook({ tool, sessionID, callID, args: i.args }, obj(output), ctx);
+  const hook = parseToolHook(input, output);
+  return isCompleteHook(hook) ? toolHookCall(hook, ctx) : null;
 }
 
 /** A finished tool part -> ToolCall (the part's own session id wins). */
 export function callFromPart(part: unknown, ctx: Omit<SensorContext, "time"> & { time: number }) {
   const p = obj(part);
-  const sessionId = str(p.sessionID);
+  const sessionId = text(p.sessionID);
   if (!sessionId) return null;
   return fromToolPart(part, callContext(ctx, sessionId, ctx.time));
 }

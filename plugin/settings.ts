@@ -1,15 +1,26 @@
-// The plugin's knobs: the core's config schema (defaults, then an optional
-// YAML file named by STALLGUARD_CONFIG, then the plugin options from
-// opencode.json), with the environment on top. A bad layer never stops
+// The plugin's knobs: the layers every entry point reads
+// (shared/config-files.ts: config/config.yaml when the plugin runs from the
+// package, then the YAML file named by STALLGUARD_CONFIG instead of
+// config/config.local.yaml), then the plugin options from opencode.json as the
+// last layer, with the environment on top. Admin overrides live in the
+// router's database, which the plugin does not read. A bad layer never stops
 // opencode: it is reported and the defaults are used instead.
+import {
+  ConfigError,
+  type ConfigLayer,
+  loadConfigLayers,
+  packageRoot,
+  type ReadText,
+  readTextFile,
+} from "../shared/config-files.ts";
 import {
   type Config,
   configSchema,
   formatConfigIssues,
   type Policy,
-  parseConfig,
   policyFromConfig,
 } from "../shared/index.ts";
+import { isRec } from "../shared/read.ts";
 
 export interface Settings {
   config: Config;
@@ -29,18 +40,16 @@ export interface SettingsInput {
   env: Record<string, string | undefined>;
   /** The plugin options from opencode.json (`["stallguard", {...}]`): a partial config. */
   options?: unknown;
-  /** Reads the STALLGUARD_CONFIG file; returns undefined when it cannot be read. */
-  readText?: (path: string) => string | undefined;
+  /** Reads a config file; returns undefined when it cannot be read. Default: the file system. */
+  readText?: ReadText;
+  /** The package root holding config/; default: found from this module (none for an installed copy). */
+  root?: string | null;
 }
 
 export interface SettingsResult {
   settings: Settings;
   /** Problems found; the affected layers were ignored. */
   issues: string[];
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function positiveInt(text: string | undefined): number | undefined {
@@ -61,21 +70,28 @@ function validUrl(text: string | undefined): string | undefined {
 
 export function loadSettings(input: SettingsInput): SettingsResult {
   const issues: string[] = [];
-  const layers: Array<{ source: string; text: string } | { source: string; value: unknown }> = [];
-  const file = input.env.STALLGUARD_CONFIG;
-  if (file) {
-    const text = input.readText?.(file);
-    if (text === undefined) issues.push(`STALLGUARD_CONFIG: cannot read ${file}`);
-    else layers.push({ source: "STALLGUARD_CONFIG", text });
+  let configPath: string | null = input.env.STALLGUARD_CONFIG || null;
+  const read = input.readText ?? readTextFile;
+  if (configPath && read(configPath) === undefined) {
+    issues.push(`STALLGUARD_CONFIG: cannot read ${configPath}`);
+    configPath = null;
   }
-  if (isObject(input.options) && Object.keys(input.options).length > 0)
-    layers.push({ source: "plugin options", value: input.options });
+  const last: ConfigLayer[] =
+    isRec(input.options) && Object.keys(input.options).length > 0
+      ? [{ source: "plugin options", value: input.options }]
+      : [];
 
   let config = configSchema.parse({});
-  if (layers.length > 0) {
-    const r = parseConfig(layers);
-    if (r.ok) config = r.config;
-    else issues.push(`${formatConfigIssues(r.issues)} (using defaults)`);
+  try {
+    config = loadConfigLayers({
+      root: input.root === undefined ? packageRoot() : input.root,
+      configPath,
+      last,
+      read,
+    }).config;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    issues.push(`${formatConfigIssues(err.issues)} (using defaults)`);
   }
 
   const envUrl = input.env.STALLGUARD_URL;

@@ -5,32 +5,29 @@
 // Nothing here awaits the network on the tool path. A bash call that may write
 // waits for its work-tree probe off the tool path; the observations after it
 // queue behind it, so the judge sees them in the order replay does.
+
+import { BoundedMap } from "../shared/bounded-map.ts";
 import {
   incidentReport,
+  isCompleteHook,
   type Observation,
+  parseToolHook,
   SessionForest,
+  toolHookCall,
   toTransition,
   type VerdictChange,
 } from "../shared/index.ts";
-import { capSet } from "./capped.ts";
+import { obj, text } from "../shared/read.ts";
 import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
 import { ObservationQueue, type Timer } from "./observation-queue.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
-import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./sensor.ts";
+import { CallDedupe, callFromPart, toolPartHead } from "./sensor.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";
 import { requestKind, usageOf, userTurnOf } from "./turns.ts";
 import { PLUGIN_VERSION } from "./version.ts";
 import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
-
-type Rec = Record<string, unknown>;
-function obj(v: unknown): Rec {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
-}
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
 
 /** The parts of opencode's client the plugin uses; every call is optional and may fail. */
 export interface ClientLike {
@@ -67,11 +64,11 @@ function bashCommandOf(
   args: unknown,
 ): { sessionId: string; callId: string; command: string } | null {
   const i = obj(input);
-  const tool = str(i.tool)?.toLowerCase();
+  const tool = text(i.tool)?.toLowerCase();
   if (tool !== "bash" && tool !== "shell") return null;
-  const sessionId = str(i.sessionID);
-  const callId = str(i.callID);
-  const command = str(obj(args).command);
+  const sessionId = text(i.sessionID);
+  const callId = text(i.callID);
+  const command = text(obj(args).command);
   return sessionId && callId && command ? { sessionId, callId, command } : null;
 }
 
@@ -102,7 +99,7 @@ export class Stallguard {
   private readonly writes: WriteProbe;
   private readonly probe: ProbeLike | null;
   private readonly queue: ObservationQueue;
-  private readonly lastLog = new Map<string, number>();
+  private readonly lastLog = new BoundedMap<string, number>(64);
   private readonly now: () => number;
   private readonly version: string;
   private readonly instanceId: string;
@@ -130,8 +127,8 @@ export class Stallguard {
             lookup: async (id: string) => {
               const res = obj(await lookup.call(deps.client?.session, { path: { id } }));
               const data = obj(res.data);
-              if (str(data.id) !== id) throw new Error("session lookup failed");
-              return str(data.parentID) ?? null;
+              if (text(data.id) !== id) throw new Error("session lookup failed");
+              return text(data.parentID) ?? null;
             },
           }
         : {}),
@@ -203,11 +200,11 @@ export class Stallguard {
   /** chat.headers: identity headers on every LLM request, and one turn per agent step. */
   async headers(input: unknown, output: unknown): Promise<void> {
     const i = obj(input);
-    const sessionId = str(i.sessionID);
+    const sessionId = text(i.sessionID);
     const headers = obj(output).headers;
     if (!sessionId || typeof headers !== "object" || headers === null) return;
     const kind = requestKind(i.agent);
-    if (kind === "turn") this.identity.setAgent(sessionId, str(i.agent));
+    if (kind === "turn") this.identity.setAgent(sessionId, text(i.agent));
     const agent = kind === "turn" ? this.identity.agentOf(sessionId) : String(i.agent ?? "unknown");
     const parentId = await this.identity.resolveParent(sessionId);
     Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }));
@@ -219,7 +216,7 @@ export class Stallguard {
     }
     this.counts.turns++;
     const model = obj(i.model);
-    const modelId = str(model.id);
+    const modelId = text(model.id);
     this.observe({
       kind: "turn",
       sessionId,
@@ -252,12 +249,12 @@ export class Stallguard {
     const args = obj(output).args;
     const bash = bashCommandOf(input, args);
     if (bash) {
-      await this.probe.before(bash.sessionId, bash.callId, bash.command, str(obj(args).workdir));
+      await this.probe.before(bash.sessionId, bash.callId, bash.command, text(obj(args).workdir));
       return;
     }
     const i = obj(input);
-    const [sessionId, callId] = [str(i.sessionID), str(i.callID)];
-    if (sessionId && callId && EDIT_TOOLS.has(str(i.tool)?.toLowerCase() ?? ""))
+    const [sessionId, callId] = [text(i.sessionID), text(i.callID)];
+    if (sessionId && callId && EDIT_TOOLS.has(text(i.tool)?.toLowerCase() ?? ""))
       this.probe.started(sessionId, callId);
     return this.writes.before(input, output);
   }
@@ -268,12 +265,9 @@ export class Stallguard {
    * (bounded), off the tool path.
    */
   toolAfter(input: unknown, output: unknown): void {
-    const i = obj(input);
-    const sessionId = str(i.sessionID);
-    const callId = str(i.callID);
-    const tool = str(i.tool);
-    if (!sessionId || !callId || !tool) return;
-    const o = obj(output);
+    const hook = parseToolHook(input, output);
+    if (!isCompleteHook(hook)) return;
+    const { sessionId, callId, tool } = hook;
     const ctx = {
       parentId: this.parentFor(sessionId),
       agent: this.identity.agentOf(sessionId),
@@ -284,7 +278,7 @@ export class Stallguard {
     };
     this.dedupe.fromHook(sessionId, callId);
     if (tool === "task") {
-      const child = str(obj(o.metadata).sessionId);
+      const child = text(obj(hook.metadata).sessionId);
       if (child && child !== sessionId) this.identity.setParent(child, sessionId);
     }
     this.counts.calls++;
@@ -292,17 +286,14 @@ export class Stallguard {
       this.probe.ended(sessionId, callId);
       this.probe.refresh();
     }
-    const answer = this.probeAfter(input, i.args);
+    // The parsed hook holds what opencode handed over now (it may reuse its objects later).
+    const answer = this.probeAfter(input, hook.args);
     if (!answer) {
-      const call = callFromHook(input, o, ctx);
-      if (call) this.observe({ kind: "tool", call });
+      this.observe({ kind: "tool", call: toolHookCall(hook, ctx) });
       return;
     }
-    // What the hook handed over, as it was now (opencode may reuse the object).
-    const seen = { title: o.title, output: o.output, metadata: o.metadata };
     this.queue.pushWaiting(answer, (worktree) => {
-      const call = callFromHook(input, seen, { ...ctx, worktree });
-      if (call) this.apply({ kind: "tool", call });
+      this.apply({ kind: "tool", call: toolHookCall(hook, { ...ctx, worktree }) });
     });
   }
 
@@ -408,7 +399,7 @@ export class Stallguard {
     const bash = this.probe ? bashCommandOf(input, args) : null;
     if (!bash || !this.probe) return null;
     try {
-      return this.probe.after(bash.sessionId, bash.callId, bash.command, str(obj(args).workdir));
+      return this.probe.after(bash.sessionId, bash.callId, bash.command, text(obj(args).workdir));
     } catch (err) {
       this.log("error", "probe_failed", String(err));
       return null;
@@ -430,20 +421,18 @@ export class Stallguard {
     this.counts.transitions++;
     this.transitions.push(c);
     if (this.transitions.length > 200) this.transitions.shift();
-    const report = incidentReport({
-      sessionId: c.sessionId,
-      agent: c.agent,
-      parentId: c.parentId,
-      verdict: c.verdict,
-      reason: c.reason,
-      signals: c.signals,
-    });
+    const report = incidentReport(c);
     this.reporter.enqueue(
       toTransition(c, { source: "plugin", report, pluginVersion: this.version.slice(0, 64) || "dev" }),
     );
-    const toast = this.deps.settings.toasts ? toastFor(c) : null;
+    const toast = toastFor(c);
+    if (toast) this.showToast(toast);
+  }
+
+  /** Shows a toast in opencode (plugin.toasts off: none); a failure is logged, never thrown. */
+  showToast(toast: Toast): void {
     const show = this.deps.client?.tui?.showToast;
-    if (!toast || !show) return;
+    if (!this.deps.settings.toasts || !show) return;
     this.counts.toasts++;
     try {
       show.call(this.deps.client?.tui, { body: toast }).catch((err: unknown) => {
@@ -459,7 +448,7 @@ export class Stallguard {
     const now = this.now();
     const last = this.lastLog.get(code);
     if (last !== undefined && now - last < LOG_EVERY_MS) return;
-    capSet(this.lastLog, code, now, 64);
+    this.lastLog.set(code, now);
     const log = this.deps.client?.app?.log;
     if (!log) return;
     try {

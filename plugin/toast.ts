@@ -14,14 +14,7 @@ export interface Toast {
 /** The toast for a transition, or null: only a move up to stalling or looping is shown. */
 export function toastFor(c: VerdictChange): Toast | null {
   if (c.verdict === "ok" || VERDICT_RANK[c.verdict] <= VERDICT_RANK[c.previous]) return null;
-  const summary = incidentSummary({
-    sessionId: c.sessionId,
-    agent: c.agent,
-    parentId: c.parentId,
-    verdict: c.verdict,
-    reason: c.reason,
-    signals: c.signals,
-  });
+  const summary = incidentSummary(c);
   const where = c.parentId ? `sub-agent of ${c.rootId}` : "root session";
   return {
     title: `stallguard: ${c.verdict}`,

@@ -44,12 +44,12 @@ describe("userTurnOf", () => {
 describe("usageOf", () => {
   it("reads cost and prompt tokens of a finished assistant message", () => {
     const info = {
+      tokens: { input: 100, output: 5, cache: { read: 900, write: 0 } },
+      time: { created: 1, completed: 2 },
       id: "msg_a",
       sessionID: "ses_a",
       role: "assistant",
       cost: 0.012,
-      tokens: { input: 100, output: 5, cache: { read: 900, write: 0 } },
-      time: { created: 1, completed: 2 },
     };
     expect(usageOf({ info })).toEqual({
       kind: "usage",

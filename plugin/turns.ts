@@ -11,17 +11,7 @@ import {
   type UsageObservation,
   userTextHash,
 } from "../shared/index.ts";
-
-type Rec = Record<string, unknown>;
-function obj(v: unknown): Rec {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
-}
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
-function num(v: unknown): number {
-  return typeof v === "number" && Number.isFinite(v) ? v : 0;
-}
+import { num, obj, text } from "../shared/read.ts";
 
 /** What an LLM request is, from chat.headers' agent: the title call is not an agent step. */
 export function requestKind(agent: unknown): "turn" | "compaction" | "title" {
@@ -44,13 +34,13 @@ export function userTurnOf(input: unknown, output: unknown, markers: readonly st
   const i = obj(input);
   const o = obj(output);
   const message = obj(o.message);
-  const sessionId = str(i.sessionID) ?? str(message.sessionID);
+  const sessionId = text(i.sessionID) ?? text(message.sessionID);
   if (!sessionId) return null;
   const parts = Array.isArray(o.parts) ? (o.parts as TextPartLike[]) : [];
   return {
     sessionId,
-    messageId: str(i.messageID) ?? str(message.id),
-    agent: str(i.agent) ?? str(message.agent),
+    messageId: text(i.messageID) ?? text(message.id),
+    agent: text(i.agent) ?? text(message.agent),
     injected: isInjectedTurn(parts, markers),
     textHash: userTextHash(parts),
   };
@@ -60,9 +50,9 @@ export function userTurnOf(input: unknown, output: unknown, markers: readonly st
 export function usageOf(properties: unknown): UsageObservation | null {
   const info = obj(obj(properties).info);
   if (info.role !== "assistant") return null;
-  const completed = num(obj(info.time).completed);
-  const sessionId = str(info.sessionID);
-  const messageId = str(info.id);
+  const completed = num(obj(info.time).completed) ?? 0;
+  const sessionId = text(info.sessionID);
+  const messageId = text(info.id);
   if (!completed || !sessionId || !messageId) return null;
   const prompt = promptTokensOf(info.tokens);
   return {
@@ -70,7 +60,7 @@ export function usageOf(properties: unknown): UsageObservation | null {
     sessionId,
     messageId,
     time: completed,
-    costUsd: Math.max(0, num(info.cost)),
+    costUsd: Math.max(0, num(info.cost) ?? 0),
     promptTokens: prompt,
     contextTokens: prompt,
   };

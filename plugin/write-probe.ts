@@ -4,8 +4,9 @@
 // hashed locally and dropped; it never leaves the plugin.
 import { readFile, stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
+import { BoundedMap } from "../shared/bounded-map.ts";
 import { sha256 } from "../shared/index.ts";
-import { capSet } from "./capped.ts";
+import { obj } from "../shared/read.ts";
 
 const WRITE_TOOLS = new Set(["write", "create"]);
 /** Files larger than this are not hashed: the write is then judged without a prior. */
@@ -22,19 +23,16 @@ export async function hashFile(path: string): Promise<string | null | undefined>
   }
 }
 
-type Rec = Record<string, unknown>;
-function obj(v: unknown): Rec {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
-}
-
 export class WriteProbe {
-  private readonly priors = new Map<string, string | null>();
+  private readonly priors: BoundedMap<string, string | null>;
 
   constructor(
     private readonly directory: string | null,
-    private readonly capacity = 1024,
+    capacity = 1024,
     private readonly hash: (path: string) => Promise<string | null | undefined> = hashFile,
-  ) {}
+  ) {
+    this.priors = new BoundedMap(capacity);
+  }
 
   get size(): number {
     return this.priors.size;
@@ -50,7 +48,7 @@ export class WriteProbe {
     if (typeof i.callID !== "string") return;
     const abs = isAbsolute(path) ? path : resolve(this.directory ?? ".", path);
     const h = await this.hash(abs);
-    if (h !== undefined) capSet(this.priors, `${i.sessionID}\u0000${i.callID}`, h, this.capacity);
+    if (h !== undefined) this.priors.set(`${i.sessionID}\u0000${i.callID}`, h);
   }
 
   /** The hash recorded for a call, once (undefined: not known). */

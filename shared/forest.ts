@@ -3,6 +3,7 @@
 // ancestor. Returns only verdict transitions, never a verdict per call.
 import { type Policy, slugAgent } from "./policy.ts";
 import { SessionTracker } from "./session-tracker.ts";
+import { rootBy } from "./session-tree.ts";
 import type { FlagReason, Observation, Signals, ToolEvent, Verdict } from "./types.ts";
 
 export interface VerdictChange {
@@ -83,9 +84,9 @@ export class SessionForest {
     return out;
   }
 
+  /** The tree root; a parent cycle is cut where shared/session-tree.ts cuts it. */
   rootOf(sessionId: string): string {
-    const up = this.ancestors(sessionId);
-    return up[up.length - 1] ?? sessionId;
+    return rootBy(sessionId, (id) => this.parentOf(id), MAX_DEPTH);
   }
 
   private tracker(sessionId: string, parentId: string | null, agent: string | undefined): SessionTracker {

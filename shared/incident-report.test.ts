@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "./config.ts";
 import { SessionForest } from "./forest.ts";
-import { avoidLine, incidentReport, incidentSummary } from "./incident-report.ts";
+import { avoidLine, type IncidentInput, incidentReport, incidentSummary } from "./incident-report.ts";
 import { policyFromConfig } from "./policy.ts";
 import { type RawToolCall, toToolCall } from "./tool-call.ts";
 import type { FlagReason, Signals } from "./types.ts";
@@ -50,6 +50,17 @@ function base(over: Partial<Signals> = {}): Signals {
   };
 }
 
+/** A report's input: a recovered root session "s" of agent build with base() signals, unless told. */
+const input = (over: Partial<IncidentInput> = {}): IncidentInput => ({
+  sessionId: "s",
+  agent: "build",
+  parentId: null,
+  verdict: "ok",
+  reason: null,
+  signals: base(),
+  ...over,
+});
+
 describe("incident report format (spec section 5)", () => {
   it("has the header, session, calls, most-repeated, spend and Avoid lines", () => {
     const text = incidentReport({
@@ -74,22 +85,23 @@ describe("incident report format (spec section 5)", () => {
   });
 
   it("a root session, with failures, flip-flops and continuation lines", () => {
-    const text = incidentReport({
-      sessionId: "ses_atlas",
-      agent: "atlas",
-      parentId: null,
-      verdict: "stalling",
-      reason: "fail_streak",
-      signals: base({
-        landed: 3,
-        failStreak: 5,
-        failTarget: "pytest tests/t.py",
-        flipFlops: 2,
-        injectedSinceLanded: 3,
-        promptTokensSinceLanded: 1500,
-        contextTokens: 0,
+    const text = incidentReport(
+      input({
+        sessionId: "ses_atlas",
+        agent: "atlas",
+        verdict: "stalling",
+        reason: "fail_streak",
+        signals: base({
+          landed: 3,
+          failStreak: 5,
+          failTarget: "pytest tests/t.py",
+          flipFlops: 2,
+          injectedSinceLanded: 3,
+          promptTokensSinceLanded: 1500,
+          contextTokens: 0,
+        }),
       }),
-    });
+    );
     const lines = text.split("\n");
     expect(lines[0]).toBe("[stallguard] A session is stalling.");
     expect(lines[1]).toBe("  session: ses_atlas (atlas, root session)");
@@ -102,14 +114,7 @@ describe("incident report format (spec section 5)", () => {
   });
 
   it("a recovered report has no Avoid line", () => {
-    const text = incidentReport({
-      sessionId: "s",
-      agent: "build",
-      parentId: null,
-      verdict: "ok",
-      reason: null,
-      signals: base(),
-    });
+    const text = incidentReport(input());
     expect(text.split("\n")[0]).toBe("[stallguard] A session recovered.");
     expect(text).not.toContain("Avoid:");
   });
@@ -144,31 +149,17 @@ describe("incident report format (spec section 5)", () => {
   });
 
   it("is deterministic and bounded", () => {
-    const input = {
-      sessionId: "s",
-      agent: "a",
-      parentId: null,
-      verdict: "looping" as const,
-      reason: "duplicates" as const,
-      signals: base(),
-    };
-    expect(incidentReport(input)).toBe(incidentReport(input));
+    const looping = input({ agent: "a", verdict: "looping", reason: "duplicates" });
+    expect(incidentReport(looping)).toBe(incidentReport(looping));
     const long = base({ mostRepeated: [{ tool: "read", target: "x/".repeat(5000), count: 9 }] });
-    expect(incidentReport({ ...input, signals: long }).length).toBeLessThanOrEqual(4000);
-    expect(incidentReport({ ...input, signals: long })).toMatch(/^[\x20-\x7e\n]*$/);
+    expect(incidentReport({ ...looping, signals: long }).length).toBeLessThanOrEqual(4000);
+    expect(incidentReport({ ...looping, signals: long })).toMatch(/^[\x20-\x7e\n]*$/);
   });
 
   it("summary line", () => {
-    expect(
-      incidentSummary({
-        sessionId: "s",
-        agent: "build",
-        parentId: null,
-        verdict: "stalling",
-        reason: "duplicates",
-        signals: base(),
-      }),
-    ).toBe("build stalling: 400 turns, $1.84 since landed; top: read admin/frontend/navbar.js x30");
+    expect(incidentSummary(input({ verdict: "stalling", reason: "duplicates" }))).toBe(
+      "build stalling: 400 turns, $1.84 since landed; top: read admin/frontend/navbar.js x30",
+    );
   });
 });
 
@@ -228,22 +219,9 @@ describe("incident report holds no content", () => {
     }
     expect(last?.verdict).toBe("looping");
     const c = last as NonNullable<typeof last>;
-    const report = incidentReport({
-      sessionId: c.sessionId,
-      agent: c.agent,
-      parentId: c.parentId,
-      verdict: c.verdict,
-      reason: c.reason,
-      signals: c.signals,
-    });
-    const summary = incidentSummary({
-      sessionId: c.sessionId,
-      agent: c.agent,
-      parentId: c.parentId,
-      verdict: c.verdict,
-      reason: c.reason,
-      signals: c.signals,
-    });
+    // A VerdictChange is an incident input as it is (the plugin and the watchdog pass it so).
+    const report = incidentReport(c);
+    const summary = incidentSummary(c);
     for (const text of [report, summary, JSON.stringify(c.signals)]) {
       expect(text).not.toContain(SECRET);
       expect(text).not.toContain("SuperSecret");

@@ -36,6 +36,9 @@ const AVOID: Record<FlagReason, string> = {
     "searching without finding anything new. Answer with what has been found, or say it is not there.",
 };
 
+/** Every flag reason (the report has advice for each; the wire accepts exactly these). */
+export const FLAG_REASONS = Object.keys(AVOID) as [FlagReason, ...FlagReason[]];
+
 function money(usd: number): string {
   return `$${usd.toFixed(2)}`;
 }

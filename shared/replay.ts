@@ -1,8 +1,10 @@
 // Offline replay: feeds stored sessions through the same forest the plugin
 // and the watchdog use, and reports what each session would have received.
+// One loop (runTree) serves the replay, the threshold sweep and the watchdog.
 import { observationsFromMessages, type StoredMessage } from "./adapters/stored.ts";
-import { SessionForest } from "./forest.ts";
+import { type ObserveResult, SessionForest } from "./forest.ts";
 import type { Policy } from "./policy.ts";
+import { type Linked, treesOf } from "./session-tree.ts";
 import { type FlagReason, type Observation, VERDICT_RANK, type Verdict } from "./types.ts";
 
 export interface ReplaySession {
@@ -44,35 +46,11 @@ export interface ReplayResult {
 }
 
 /**
- * Sessions grouped into trees (a session whose parent is not in the set is a
- * root), each tree in the input's order. Trees never affect each other's
- * verdicts (roll-up runs along parent links only), so each is replayed on its
- * own forest: the live state stays one tree's, not the whole history's.
+ * Trees never affect each other's verdicts (roll-up runs along parent links
+ * only), so each is replayed on its own forest: the live state stays one
+ * tree's, not the whole history's.
  */
-export function treesOf<S extends { id: string; parentId: string | null }>(sessions: readonly S[]): S[][] {
-  const byId = new Map(sessions.map((s) => [s.id, s]));
-  const rootOf = (s: S): string => {
-    const path = [s.id];
-    let cur = s;
-    for (;;) {
-      const up = cur.parentId === null ? undefined : byId.get(cur.parentId);
-      if (!up) return cur.id;
-      const at = path.indexOf(up.id);
-      // A parent cycle (bad data): its smallest id is the root, whoever walks into it.
-      if (at >= 0) return path.slice(at).sort()[0] as string;
-      path.push(up.id);
-      cur = up;
-    }
-  };
-  const groups = new Map<string, S[]>();
-  for (const s of sessions) {
-    const r = rootOf(s);
-    const g = groups.get(r);
-    if (g) g.push(s);
-    else groups.set(r, [s]);
-  }
-  return [...groups.values()];
-}
+export { treesOf } from "./session-tree.ts";
 
 /** The sessions' observations merged by time, so children roll up into parents in order. */
 export function mergedObservations(sessions: readonly ReplaySession[], policy: Policy): Observation[] {
@@ -87,113 +65,162 @@ export function mergedObservations(sessions: readonly ReplaySession[], policy: P
   return all.map((x) => x.obs);
 }
 
+/** One tree ready to run: its sessions and their observations merged by time. */
+export interface PreparedTree {
+  sessions: readonly Linked[];
+  observations: readonly Observation[];
+}
+
+/** Every tree prepared, plus the sessions in input order. */
+export interface Prepared {
+  sessions: readonly Linked[];
+  trees: readonly PreparedTree[];
+}
+
+/**
+ * Converts stored messages once (hashing, parsing commands: the costly part).
+ * Observations do not depend on thresholds, so a sweep runs them many times.
+ */
+export function prepareTree(tree: readonly ReplaySession[], policy: Policy): PreparedTree {
+  return {
+    sessions: tree.map((s) => ({ id: s.id, parentId: s.parentId })),
+    observations: mergedObservations(tree, policy),
+  };
+}
+
+export function prepare(sessions: readonly ReplaySession[], policy: Policy): Prepared {
+  return {
+    sessions: sessions.map((s) => ({ id: s.id, parentId: s.parentId })),
+    trees: treesOf(sessions).map((tree) => prepareTree(tree, policy)),
+  };
+}
+
+/** Runs one prepared tree through a fresh forest, handing every step to `observe`; returns the forest. */
+export function runTree(
+  tree: PreparedTree,
+  policy: Policy,
+  observe?: (step: ObserveResult, forest: SessionForest) => void,
+): SessionForest {
+  const forest = new SessionForest(policy, { maxSessions: Math.max(10_000, tree.sessions.length * 2) });
+  for (const s of tree.sessions) forest.setParent(s.id, s.parentId);
+  for (const obs of tree.observations) {
+    const step = forest.observe(obs);
+    observe?.(step, forest);
+  }
+  return forest;
+}
+
+/** What a replay tells about one session: calls, landed changes, the worst verdict and when it came. */
+export interface Outcome {
+  calls: number;
+  landed: number;
+  worst: Verdict;
+  /** 1-based call index of the first flag and of the first loop. */
+  firstFlag: number | null;
+  firstLoop: number | null;
+  reason: FlagReason | null;
+}
+
+/** Counts one step into per-session outcomes. */
+export function countOutcome(out: Map<string, Outcome>, step: ObserveResult): void {
+  if (step.event) {
+    const o = outcomeIn(out, step.event.sessionId);
+    o.calls++;
+    if (step.event.landed) o.landed++;
+  }
+  for (const c of step.changes) {
+    const o = outcomeIn(out, c.sessionId);
+    if (VERDICT_RANK[c.verdict] > VERDICT_RANK[o.worst]) o.worst = c.verdict;
+    if (c.verdict !== "ok" && o.firstFlag === null) {
+      o.firstFlag = Math.max(o.calls, 1);
+      o.reason = c.reason;
+    }
+    if (c.verdict === "looping" && o.firstLoop === null) o.firstLoop = Math.max(o.calls, 1);
+  }
+}
+
+export function outcomeIn(out: Map<string, Outcome>, id: string): Outcome {
+  let o = out.get(id);
+  if (!o) {
+    o = { calls: 0, landed: 0, worst: "ok", firstFlag: null, firstLoop: null, reason: null };
+    out.set(id, o);
+  }
+  return o;
+}
+
 export function replay(
   sessions: readonly ReplaySession[],
   policy: Policy,
   opts: { timeline?: boolean } = {},
 ): ReplayResult[] {
   const results = new Map<string, ReplayResult>();
-  for (const tree of treesOf(sessions)) {
+  for (const tree of prepare(sessions, policy).trees) {
     for (const r of replayTree(tree, policy, opts)) results.set(r.id, r);
   }
   return sessions.map((s) => results.get(s.id) as ReplayResult);
 }
 
-interface Acc {
-  calls: number;
-  landed: number;
-  worst: Verdict;
-  firstFlag: number | null;
-  firstLoop: number | null;
-  reason: FlagReason | null;
+interface Seen {
   fps: Set<string>;
   targets: Map<string, number>;
   timeline: TimelineTick[];
 }
 
-function replayTree(
-  sessions: readonly ReplaySession[],
-  policy: Policy,
-  opts: { timeline?: boolean },
-): ReplayResult[] {
-  const forest = new SessionForest(policy, { maxSessions: Math.max(10_000, sessions.length * 2) });
-  for (const s of sessions) forest.setParent(s.id, s.parentId);
-  const acc = new Map<string, Acc>();
-  const get = (id: string): Acc => {
-    let a = acc.get(id);
-    if (!a) {
-      a = {
-        calls: 0,
-        landed: 0,
-        worst: "ok",
-        firstFlag: null,
-        firstLoop: null,
-        reason: null,
-        fps: new Set(),
-        targets: new Map(),
-        timeline: [],
-      };
-      acc.set(id, a);
+function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boolean }): ReplayResult[] {
+  const outcomes = new Map<string, Outcome>();
+  const seen = new Map<string, Seen>();
+  const seenIn = (id: string): Seen => {
+    let s = seen.get(id);
+    if (!s) {
+      s = { fps: new Set(), targets: new Map(), timeline: [] };
+      seen.set(id, s);
     }
-    return a;
+    return s;
   };
-  for (const s of sessions) get(s.id);
-  for (const obs of mergedObservations(sessions, policy)) {
-    const { event, changes } = forest.observe(obs);
-    if (event) {
-      const a = get(event.sessionId);
-      a.calls++;
-      if (event.landed) a.landed++;
-      a.fps.add(event.fp);
-      const label = `${event.tool} ${event.target}`;
-      a.targets.set(label, (a.targets.get(label) ?? 0) + 1);
-    }
-    for (const c of changes) {
-      const a = get(c.sessionId);
-      if (VERDICT_RANK[c.verdict] > VERDICT_RANK[a.worst]) a.worst = c.verdict;
-      if (c.verdict !== "ok" && a.firstFlag === null) {
-        a.firstFlag = Math.max(a.calls, 1);
-        a.reason = c.reason;
-      }
-      if (c.verdict === "looping" && a.firstLoop === null) a.firstLoop = Math.max(a.calls, 1);
-    }
-    if (event && opts.timeline) {
-      const a = get(event.sessionId);
-      a.timeline.push({
-        call: a.calls,
+  const forest = runTree(tree, policy, (step, f) => {
+    countOutcome(outcomes, step);
+    const event = step.event;
+    if (!event) return;
+    const s = seenIn(event.sessionId);
+    s.fps.add(event.fp);
+    const label = `${event.tool} ${event.target}`;
+    s.targets.set(label, (s.targets.get(label) ?? 0) + 1);
+    if (opts.timeline)
+      s.timeline.push({
+        call: outcomeIn(outcomes, event.sessionId).calls,
         time: event.time,
         tool: event.tool,
         landed: event.landed,
         failed: event.failed,
-        verdict: forest.get(event.sessionId)?.lastVerdict.verdict ?? "ok",
+        verdict: f.get(event.sessionId)?.lastVerdict.verdict ?? "ok",
       });
-    }
-  }
-  return sessions.map((s) => {
-    const a = get(s.id);
+  });
+  return tree.sessions.map((s) => {
+    const o = outcomeIn(outcomes, s.id);
+    const x = seenIn(s.id);
     const t = forest.get(s.id);
     const sig = t?.signals();
     let top: [string, number] | null = null;
-    for (const e of a.targets) if (!top || e[1] > top[1]) top = e;
+    for (const e of x.targets) if (!top || e[1] > top[1]) top = e;
     return {
       id: s.id,
       parent_id: s.parentId,
       agent: t?.agent ?? "unknown",
-      calls: a.calls,
-      landed: a.landed,
+      calls: o.calls,
+      landed: o.landed,
       verdict: t?.lastVerdict.verdict ?? "ok",
-      worst: a.worst,
-      first_flag_call: a.firstFlag,
-      first_loop_call: a.firstLoop,
-      reason: a.reason,
+      worst: o.worst,
+      first_flag_call: o.firstFlag,
+      first_loop_call: o.firstLoop,
+      reason: o.reason,
       top_target: top?.[0] ?? null,
       top_target_count: top?.[1] ?? 0,
-      dup_share: a.calls ? Math.round((1 - a.fps.size / a.calls) * 1000) / 1000 : 0,
+      dup_share: o.calls ? Math.round((1 - x.fps.size / o.calls) * 1000) / 1000 : 0,
       compactions: sig?.compactions ?? 0,
       max_context_tokens: sig?.maxContextTokens ?? 0,
       turns: sig?.turns ?? 0,
       usd: Math.round((sig?.usdTotal ?? 0) * 10_000) / 10_000,
-      timeline: a.timeline,
+      timeline: x.timeline,
     };
   });
 }

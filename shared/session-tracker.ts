@@ -7,6 +7,7 @@
 // N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
 import { writeChange } from "./change.ts";
+import { bump, maxEntry } from "./counts.ts";
 import { judge } from "./judge.ts";
 import type { Policy } from "./policy.ts";
 import { TopK } from "./top-k.ts";
@@ -63,12 +64,6 @@ const RO_CLEAR_RUN = 5;
  * the threshold alone: its share tends to this value.
  */
 const WEAK = 0.25;
-
-function bump(map: Map<string, number>, key: string, by: number): void {
-  const n = (map.get(key) ?? 0) + by;
-  if (n <= 0) map.delete(key);
-  else map.set(key, n);
-}
 
 export class SessionTracker {
   parentId: string | null;
@@ -384,19 +379,6 @@ export class SessionTracker {
     if (time > this.lastActivity) this.lastActivity = time;
   }
 
-  private maxOf(map: Map<string, number>): [string, number] | null {
-    // forEach, not for-of: no [key, value] array per entry on this per-event path.
-    let bestKey: string | null = null;
-    let bestValue = 0;
-    map.forEach((v, k) => {
-      if (bestKey === null || v > bestValue) {
-        bestKey = k;
-        bestValue = v;
-      }
-    });
-    return bestKey === null ? null : [bestKey, bestValue];
-  }
-
   /**
    * The signals that only a tool call (or a landed change) can move: maxima over
    * the window's maps and the top-k. Cached until the next call or landing, so a
@@ -404,10 +386,10 @@ export class SessionTracker {
    */
   private windowSignals(): WindowSignals {
     if (this.cached && this.cachedAt === this.windowVersion) return this.cached;
-    const topTarget = this.maxOf(this.targetCount);
-    const topNfp = this.maxOf(this.nfpCount);
-    const topSame = this.maxOf(this.sameCount);
-    const streak = this.maxOf(this.streaks);
+    const topTarget = maxEntry(this.targetCount);
+    const topNfp = maxEntry(this.nfpCount);
+    const topSame = maxEntry(this.sameCount);
+    const streak = maxEntry(this.streaks);
     const cum = this.cumSinceLanded.max();
     const labelOf = (key: string | undefined): Label | undefined => (key ? this.labels.get(key) : undefined);
     const topLabel = labelOf(topNfp?.[0]);

@@ -1,8 +1,9 @@
 // Threshold sweep over labelled sessions: for each candidate, how many loops
 // it catches, how many healthy sessions it flags, and how early it catches.
+// Stored sessions are prepared once; each candidate only re-runs the trees.
 import type { Thresholds } from "./config.ts";
 import type { Policy } from "./policy.ts";
-import { type ReplaySession, replay } from "./replay.ts";
+import { countOutcome, type Outcome, type Prepared, prepare, type ReplaySession, runTree } from "./replay.ts";
 
 export type Label = "loop" | "healthy" | "unclear";
 
@@ -24,34 +25,45 @@ export function median(values: readonly number[]): number | null {
   return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
-/** Every combination of the given values per knob. */
+/** Every combination of the given values per knob (an axis without values is left out). */
 export function grid(axes: { [K in keyof Thresholds]?: Array<Thresholds[K]> }): Array<Partial<Thresholds>> {
   let out: Array<Partial<Thresholds>> = [{}];
-  for (const [key, values] of Object.entries(axes) as Array<[keyof Thresholds, number[]]>) {
+  for (const [key, values] of Object.entries(axes) as Array<[keyof Thresholds, number[] | undefined]>) {
+    if (!values?.length) continue;
     out = out.flatMap((partial) => values.map((v) => ({ ...partial, [key]: v })));
   }
   return out;
 }
 
-export function evaluateCandidate(
-  sessions: readonly ReplaySession[],
+/** Runs prepared trees under `thresholds`: per session, calls, the worst verdict and the first flag. */
+export function outcomes(prepared: Prepared, policy: Policy, thresholds: Thresholds): Map<string, Outcome> {
+  const out = new Map<string, Outcome>();
+  const p = { ...policy, thresholds };
+  for (const tree of prepared.trees) runTree(tree, p, (step) => countOutcome(out, step));
+  return out;
+}
+
+/** One candidate's row. */
+export function evaluatePrepared(
+  prepared: Prepared,
   labels: Readonly<Record<string, Label>>,
   policy: Policy,
   candidate: Partial<Thresholds>,
 ): SweepRow {
-  const results = replay(sessions, { ...policy, thresholds: { ...policy.thresholds, ...candidate } });
+  const results = outcomes(prepared, policy, { ...policy.thresholds, ...candidate });
   let loops = 0;
   let healthy = 0;
   let healthyFlagged = 0;
   const detections: number[] = [];
-  for (const r of results) {
-    const label = labels[r.id];
+  for (const s of prepared.sessions) {
+    const label = labels[s.id];
+    const r = results.get(s.id);
     if (label === "loop") {
       loops++;
-      if (r.first_flag_call !== null) detections.push(r.first_flag_call);
+      if (r && r.firstFlag !== null) detections.push(r.firstFlag);
     } else if (label === "healthy") {
       healthy++;
-      if (r.worst !== "ok") healthyFlagged++;
+      if (r && r.worst !== "ok") healthyFlagged++;
     }
   }
   return {
@@ -65,33 +77,64 @@ export function evaluateCandidate(
   };
 }
 
+export function evaluateCandidate(
+  sessions: readonly ReplaySession[],
+  labels: Readonly<Record<string, Label>>,
+  policy: Policy,
+  candidate: Partial<Thresholds>,
+): SweepRow {
+  return evaluatePrepared(prepare(sessions, policy), labels, policy, candidate);
+}
+
+/** Relative distance of a candidate from the current thresholds (the tie-break). */
+export function distance(candidate: Partial<Thresholds>, base: Thresholds): number {
+  return Object.entries(candidate).reduce((sum, [k, v]) => {
+    const b = base[k as keyof Thresholds] as number;
+    return sum + Math.abs((v as number) - b) / (Math.abs(b) || 1);
+  }, 0);
+}
+
 /**
- * Sweeps candidates and proposes one: no healthy session flagged, the most
- * loops caught, the earliest median detection; ties go to the candidate
- * closest to the current thresholds, so calibration moves knobs only as far
- * as the data asks.
+ * Safe candidates best first: no healthy session flagged, then the most loops
+ * caught, the earliest median and worst detection, then the closest to the
+ * current thresholds, so calibration moves knobs only as far as the data asks.
  */
+export function rank(rows: readonly SweepRow[], base: Thresholds): SweepRow[] {
+  const inf = Number.POSITIVE_INFINITY;
+  return rows
+    .filter((r) => r.healthyFlagged === 0)
+    .sort(
+      (a, b) =>
+        b.loopsCaught - a.loopsCaught ||
+        (a.medianCallsToDetection ?? inf) - (b.medianCallsToDetection ?? inf) ||
+        (a.maxCallsToDetection ?? inf) - (b.maxCallsToDetection ?? inf) ||
+        distance(a.thresholds, base) - distance(b.thresholds, base),
+    );
+}
+
+/** Every candidate's row (in candidate order) and the safe ones ranked. */
+export function sweepPrepared(
+  prepared: Prepared,
+  labels: Readonly<Record<string, Label>>,
+  policy: Policy,
+  candidates: ReadonlyArray<Partial<Thresholds>>,
+  onProgress?: (done: number, total: number) => void,
+): { rows: SweepRow[]; ranked: SweepRow[] } {
+  const rows = candidates.map((c, i) => {
+    const row = evaluatePrepared(prepared, labels, policy, c);
+    onProgress?.(i + 1, candidates.length);
+    return row;
+  });
+  return { rows, ranked: rank(rows, policy.thresholds) };
+}
+
+/** Sweeps candidates and proposes the best safe one (null when every candidate flags a healthy session). */
 export function sweep(
   sessions: readonly ReplaySession[],
   labels: Readonly<Record<string, Label>>,
   policy: Policy,
   candidates: ReadonlyArray<Partial<Thresholds>>,
 ): { rows: SweepRow[]; proposed: SweepRow | null } {
-  const rows = candidates.map((c) => evaluateCandidate(sessions, labels, policy, c));
-  const distance = (c: Partial<Thresholds>) =>
-    Object.entries(c).reduce((sum, [k, v]) => {
-      const base = policy.thresholds[k as keyof Thresholds] as number;
-      return sum + Math.abs((v as number) - base) / (Math.abs(base) || 1);
-    }, 0);
-  const safe = rows.filter((r) => r.healthyFlagged === 0);
-  safe.sort(
-    (a, b) =>
-      b.loopsCaught - a.loopsCaught ||
-      (a.medianCallsToDetection ?? Number.POSITIVE_INFINITY) -
-        (b.medianCallsToDetection ?? Number.POSITIVE_INFINITY) ||
-      (a.maxCallsToDetection ?? Number.POSITIVE_INFINITY) -
-        (b.maxCallsToDetection ?? Number.POSITIVE_INFINITY) ||
-      distance(a.thresholds) - distance(b.thresholds),
-  );
-  return { rows, proposed: safe[0] ?? null };
+  const { rows, ranked } = sweepPrepared(prepare(sessions, policy), labels, policy, candidates);
+  return { rows, proposed: ranked[0] ?? null };
 }

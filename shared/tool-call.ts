@@ -10,6 +10,7 @@ import { coarsePath } from "./coarse-path.ts";
 import { sha256, shortHash } from "./hash.ts";
 import { outcomeHash } from "./outcome.ts";
 import { slugAgent } from "./policy.ts";
+import { num, obj, type Rec, str } from "./read.ts";
 import type { Effect, ToolCall } from "./types.ts";
 
 export interface CallContext {
@@ -58,17 +59,7 @@ export interface RawToolCall {
   output?: unknown;
 }
 
-type Args = Record<string, unknown>;
-
-function str(v: unknown): string | undefined {
-  return typeof v === "string" ? v : undefined;
-}
-function num(v: unknown): number | undefined {
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
-}
-function obj(v: unknown): Args {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Args) : {};
-}
+type Args = Rec;
 
 const READ_TOOLS = new Set(["read", "view", "cat"]);
 const EDIT_TOOLS = new Set(["edit", "multiedit", "str_replace", "replace"]);

@@ -55,14 +55,7 @@ function realChanges(agent = "Sisyphus-Junior"): VerdictChange[] {
 }
 
 function transition(c: VerdictChange, source: "plugin" | "watchdog" = "plugin") {
-  const report = incidentReport({
-    sessionId: c.sessionId,
-    agent: c.agent,
-    parentId: c.parentId,
-    verdict: c.verdict,
-    reason: c.reason,
-    signals: c.signals,
-  });
+  const report = incidentReport(c);
   return toTransition(c, { source, report, pluginVersion: source === "plugin" ? "0.1.0" : null });
 }
 

@@ -4,22 +4,13 @@
 // verdicts, counts, hashes and coarse targets travel; never content.
 import { z } from "zod";
 import type { VerdictChange } from "./forest.ts";
+import { FLAG_REASONS } from "./incident-report.ts";
+import { issuePath as pathOf } from "./issue-path.ts";
 import type { Signals } from "./types.ts";
 
 const id = z.string().min(1).max(200);
 const verdict = z.enum(["ok", "stalling", "looping"]);
-const reason = z.enum([
-  "duplicates",
-  "repeat_target",
-  "fail_streak",
-  "whole_session",
-  "continuations",
-  "flip_flop",
-  "ceiling",
-  "read_only_repeat",
-  "read_only_failures",
-  "read_only_novelty",
-]);
+const reason = z.enum(FLAG_REASONS);
 const count = z.number().int().min(0).max(1e12);
 const agent = z.string().regex(/^[a-z0-9_-]{1,64}$/, "slug: lowercase [a-z0-9_-], at most 64");
 const target = z.string().max(300);
@@ -61,7 +52,9 @@ export const transitionSchema = z.strictObject({
   previous: verdict,
   reason: reason.nullable(),
   signals: wireSignalsSchema,
+  /** The most repeated normalized call in the window ("tool target"; named top_target on the wire). */
   top_target: target.nullable(),
+  /** How often that call repeated. */
   top_target_count: count,
   /** The incident report (section 5 format): built from events only. */
   report: z.string().max(4000),
@@ -139,11 +132,25 @@ export const directiveSchema = z.strictObject({
 });
 export type Directive = z.infer<typeof directiveSchema>;
 
-/** The /progress answer: what was accepted, plus directives for the reporting plugin. */
+/**
+ * A message the router asks the reporting plugin to show in opencode (a mode's
+ * hard stop). Ids and counts only. Sent only when there is one, so a plugin
+ * older than the field keeps reading every other answer.
+ */
+export const toastRequestSchema = z.strictObject({
+  session_id: id,
+  title: z.string().min(1).max(100),
+  message: z.string().max(500),
+  variant: z.enum(["info", "success", "warning", "error"]),
+});
+export type ToastRequest = z.infer<typeof toastRequestSchema>;
+
+/** The /progress answer: what was accepted, plus directives and toasts for the reporting plugin. */
 export const progressResponseSchema = z.strictObject({
   accepted: count,
   duplicates: count,
   directives: z.array(directiveSchema).max(50).default([]),
+  toasts: z.array(toastRequestSchema).max(20).optional(),
 });
 export type ProgressResponse = z.infer<typeof progressResponseSchema>;
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;
@@ -152,15 +159,6 @@ export type ProgressMessage = z.infer<typeof progressMessageSchema>;
 export const progressBodySchema = z.union([progressMessageSchema, z.array(progressMessageSchema).max(100)]);
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; errors: string[] };
-
-function pathOf(path: readonly PropertyKey[]): string {
-  return (
-    path
-      .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
-      .join(".")
-      .replace(/\.\[/g, "[") || "(root)"
-  );
-}
 
 const progressBatchSchema = z.array(progressMessageSchema).max(100);
 

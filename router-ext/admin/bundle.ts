@@ -5,23 +5,13 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { packageRoot as findPackageRoot } from "../../shared/config-files.ts";
 
-/** The directory of the stallguard package.json at or above `from`. */
+/** The stallguard package root at or above `from` (the shared finder); throws outside the package. */
 export function packageRoot(from: string): string {
-  let dir = from;
-  for (;;) {
-    const pkg = join(dir, "package.json");
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, "utf8")) as { name?: unknown }).name === "stallguard") return dir;
-      } catch {
-        // An unreadable package.json is not ours: keep walking up.
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) throw new Error(`stallguard package root not found above ${from}`);
-    dir = up;
-  }
+  const root = findPackageRoot(from);
+  if (root === null) throw new Error(`stallguard package root not found above ${from}`);
+  return root;
 }
 
 function newestMtime(dir: string): number {

@@ -55,6 +55,10 @@ ul.err { margin: .3em 0; padding-left: 1.2em; }
 [hidden] { display: none !important; }
 `;
 
+/** A section the client fills in: its heading and an empty #<id>-body. */
+const panel = (id: string, title: string) =>
+  `  <section id="${id}">\n    <h2>${title}</h2>\n    <div id="${id}-body"></div>\n  </section>`;
+
 const BODY = `
 <header>
   <h1>stallguard</h1>
@@ -80,18 +84,9 @@ const BODY = `
     <ul id="sessions-problems" class="err"></ul>
     <table id="sessions-table"></table>
   </section>
-  <section id="deliveries">
-    <h2>Alert deliveries</h2>
-    <div id="deliveries-body"></div>
-  </section>
-  <section id="events">
-    <h2>Recent events</h2>
-    <div id="events-body"></div>
-  </section>
-  <section id="channels">
-    <h2>Notifier channels</h2>
-    <div id="channels-body"></div>
-  </section>
+${panel("deliveries", "Alert deliveries")}
+${panel("events", "Recent events")}
+${panel("channels", "Notifier channels")}
   <section id="knobs">
     <h2>Knobs <button type="button" id="reload-knobs" class="small">reload</button></h2>
     <div id="knobs-body"></div>

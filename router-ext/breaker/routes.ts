@@ -2,8 +2,10 @@
 //   GET  /api/breaker                 {enabled, window_ms, models[], trips[] (with evidence)}
 //   POST /api/breaker/:model/resume   {by?} -> {model, phase: "closed", by, at}
 // A model name with a slash travels percent-encoded (openrouter%2Fz-ai%2Fglm).
+
 import { Hono } from "hono";
 import { z } from "zod";
+import type { BreakerResponse } from "../api/schemas.ts";
 import type { BreakerService } from "./service.ts";
 
 const resumeSchema = z.strictObject({
@@ -37,7 +39,7 @@ export function breakerRoutes(service: BreakerService): Hono {
     const limit = raw === undefined ? { success: true as const, data: 100 } : limitSchema.safeParse(raw);
     if (!limit.success)
       return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 1000"] }, 400);
-    return c.json(service.view(undefined, limit.data));
+    return c.json(service.view(undefined, limit.data) satisfies BreakerResponse);
   });
 
   app.post("/api/breaker/:model/resume", async (c) => {

@@ -9,6 +9,7 @@
 // at least one stall that arrived during its probe. Old evidence still inside
 // the window cannot re-trip a model a human (or a quiet probe) has cleared.
 import { type Config, formatDuration } from "../../shared/index.ts";
+import type { BreakerModelView } from "../api/schemas.ts";
 import type { Alert } from "../notify/types.ts";
 import { type ModelRate, modelRates, type TripRule } from "./rule.ts";
 import { type Backoff, type BreakerPhase, closedState, fallbackFor, tick, trip } from "./state.ts";
@@ -27,24 +28,8 @@ export interface BreakerServiceOptions {
   now?: () => number;
 }
 
-export interface ModelView {
-  model: string;
-  phase: BreakerPhase;
-  trips: number;
-  opened_at: number | null;
-  until: number | null;
-  probe_until: number | null;
-  resumed_by: string | null;
-  resumed_at: number | null;
-  /** Where requests for this model go while it is open; null: advisory only. */
-  fallback: string | null;
-  /** Rates over the current window (null when the model served nothing in it). */
-  served_trees: number | null;
-  stalled_trees: number | null;
-  rate: number | null;
-  others_rate: number | null;
-  ratio: number | null;
-}
+/** One model as GET /api/breaker shows it (router-ext/api/schemas.ts). */
+export type ModelView = BreakerModelView;
 
 export interface BreakerView {
   enabled: boolean;

@@ -3,6 +3,7 @@
 // handle as the router's Store (tables from db/migrations-breaker.ts), so a
 // restart keeps an open breaker open. Ids, models, counts and rates only.
 import type Database from "better-sqlite3";
+import type { BreakerTripView } from "../api/schemas.ts";
 import type { ServedRecord, StallRecord } from "./rule.ts";
 import { type BreakerPhase, type BreakerState, closedState } from "./state.ts";
 
@@ -13,37 +14,9 @@ export interface StoredState extends BreakerState {
   updatedAt: number;
 }
 
-export interface TripEvidence {
-  session_id: string;
-  root_id: string;
-  verdict: "stalling" | "looping";
-  at: number;
-}
-
-export interface TripRecord {
-  seq: number;
-  model: string;
-  at: number;
-  /** The phase the model was in when it tripped. */
-  previous: BreakerPhase;
-  trips: number;
-  cooldown_ms: number;
-  until: number;
-  window_ms: number;
-  window_from: number;
-  min_sessions: number;
-  rate_ratio: number;
-  served_trees: number;
-  stalled_trees: number;
-  rate: number;
-  others_served: number;
-  others_stalled: number;
-  others_rate: number;
-  ratio: number;
-  /** The model requests went to while open; null: the trip was advisory. */
-  fallback: string | null;
-  evidence: TripEvidence[];
-}
+/** A trip with its evidence, as stored and as GET /api/breaker shows it. */
+export type TripRecord = BreakerTripView;
+export type TripEvidence = TripRecord["evidence"][number];
 
 export type NewTrip = Omit<TripRecord, "seq">;
 

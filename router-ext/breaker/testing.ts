@@ -1,9 +1,10 @@
 // Test helpers for the breaker: a real Store on a temp SQLite file and builders
 // for the gate's request records and the reporters' stall transitions.
-import type { Transition } from "../../shared/index.ts";
+import { configSchema, type Transition } from "../../shared/index.ts";
 import { quietSignals, transition } from "../../test/helpers/wire-fixtures.ts";
 import type { IngestOptions, Store } from "../db/store.ts";
 import type { RequestRecord } from "../gate/store.ts";
+import { planKnobs, planTransition } from "../modes/plan.ts";
 
 export const signals = quietSignals;
 
@@ -38,10 +39,11 @@ export function served(model: string, conversation: string, at: number, root = c
   };
 }
 
-export const ingestOpts = (now: number): IngestOptions => ({
-  now,
-  stage: (t) => ({ stage: t.verdict === "ok" ? "none" : "warned", actions: [], treeState: "{}" }),
-});
+/** Ingest options with the default (warn) mode's plan. */
+export const ingestOpts = (now: number): IngestOptions => {
+  const knobs = planKnobs(configSchema.parse({}));
+  return { now, plan: (ctx, t) => planTransition(ctx, t, knobs, now) };
+};
 
 export function ingest(store: Store, t: Transition): void {
   store.ingest([t], ingestOpts(t.at));

@@ -94,7 +94,7 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
     return { code, results: [], sweep: null, labels: {}, audit: null, margins: null };
   };
   try {
-    const { config, sources: configSources } = loadConfig({ configPath: opts.config ?? null });
+    const { config, sources: configSources } = loadConfig({ configPath: opts.config ?? null, env: io.env });
     const policy = policyFromConfig(config);
     const filters: Filters = {
       since: opts.since ? parseSince(opts.since, io.now()) : null,

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { z } from "zod";
 import type { ReplaySession, StoredMessage } from "../../shared/index.ts";
+import { isRec, num, obj, type Rec } from "../../shared/read.ts";
 import { exportFiles } from "./export-paths.ts";
 import { type LabelSet, type Labels, mergeSets, parseLabelSet } from "./labels.ts";
 
@@ -34,14 +35,6 @@ export interface Filters {
   since?: number | null;
   /** Keep these sessions and their sub-agent sessions. */
   sessionIds?: readonly string[];
-}
-
-type Rec = Record<string, unknown>;
-function asObj(v: unknown): Rec | null {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : null;
-}
-function asNum(v: unknown): number | null {
-  return typeof v === "number" && Number.isFinite(v) ? v : null;
 }
 
 /** $OPENCODE_DB when absolute, else $XDG_DATA_HOME/opencode/opencode.db, else ~/.local/share/opencode/opencode.db. */
@@ -115,8 +108,8 @@ export function sessionsFromExport(doc: unknown): SourceSession[] {
     }
     const { info, messages } = r.data;
     const lastMessageTime = messages.reduce((t, m) => {
-      const time = asObj(asObj(m.info)?.time);
-      return Math.max(t, asNum(time?.completed) ?? asNum(time?.created) ?? 0);
+      const time = obj(obj(m.info).time);
+      return Math.max(t, num(time.completed) ?? num(time.created) ?? 0);
     }, 0);
     return {
       id: info.id,
@@ -201,7 +194,8 @@ interface SessionRow {
 function parseData(text: unknown): Rec | null {
   if (typeof text !== "string") return null;
   try {
-    return asObj(JSON.parse(text));
+    const v: unknown = JSON.parse(text);
+    return isRec(v) ? v : null;
   } catch {
     return null;
   }
@@ -209,8 +203,8 @@ function parseData(text: unknown): Rec | null {
 
 /** Tool output is not needed to judge: drop it as soon as a row is read (in place, no copy). */
 function slimPart(part: Rec): Rec {
-  const state = asObj(part.state);
-  if (part.type === "tool" && state && "output" in state) delete state.output;
+  const state = part.state;
+  if (part.type === "tool" && isRec(state) && "output" in state) delete state.output;
   return part;
 }
 

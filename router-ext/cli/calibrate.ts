@@ -3,6 +3,7 @@
 import { defineCommand } from "citty";
 import { listFlag, repeated } from "../calibrate/args.ts";
 import { runCalibrate } from "../calibrate/run.ts";
+import type { CliIo } from "./io.ts";
 
 export default defineCommand({
   meta: {
@@ -57,16 +58,16 @@ export default defineCommand({
     config: { type: "string", description: "Extra config YAML layered over config/config.yaml" },
     quiet: { type: "boolean", description: "No progress on stderr" },
   },
-  async run({ args, rawArgs }) {
+  async run({ args, rawArgs, data }): Promise<number> {
+    const io = data as CliIo;
     const top = args.top === undefined ? undefined : Number(args.top);
     // Words after --export are its values; any other positional word is a mistake, said, not dropped.
     const exportsArg = listFlag(rawArgs, "export", args._ ?? [], args.export);
     if (exportsArg.stray.length) {
-      process.stderr.write(
+      io.stderr.write(
         `stallguard calibrate: unexpected argument(s): ${exportsArg.stray.join(" ")} (export files and directories go right after --export)\n`,
       );
-      process.exitCode = 2;
-      return;
+      return 2;
     }
     const outcome = await runCalibrate(
       {
@@ -88,8 +89,8 @@ export default defineCommand({
         margins: Boolean(args.margins),
         ...(top !== undefined && Number.isInteger(top) && top > 0 ? { top } : {}),
       },
-      { stdout: process.stdout, stderr: process.stderr, env: process.env, now: Date.now },
+      { stdout: io.stdout, stderr: io.stderr, env: io.env, now: io.now },
     );
-    process.exitCode = outcome.code;
+    return outcome.code;
   },
 });

@@ -7,6 +7,7 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineCommand } from "citty";
+import { type CliIo, say, warn } from "./io.ts";
 import { VERSION } from "./version.ts";
 
 export interface InstallOptions {
@@ -114,13 +115,14 @@ export default defineCommand({
     project: { type: "string", description: "Install into DIR/.opencode/plugins instead" },
     from: { type: "string", description: "The bundle to install (default: the one shipped with this CLI)" },
   },
-  run({ args }) {
+  run({ args, data }): number {
+    const io = data as CliIo;
     const result = installPlugin({
       ...(typeof args.from === "string" ? { source: args.from } : {}),
       project: typeof args.project === "string" ? args.project : null,
-      env: process.env,
+      env: io.env,
     });
-    for (const line of result.lines) (result.ok ? console.log : console.error)(line);
-    process.exitCode = result.code;
+    for (const line of result.lines) (result.ok ? say : warn)(io, line);
+    return result.code;
   },
 });

@@ -9,7 +9,9 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineCommand } from "citty";
+import { packageRoot } from "../../shared/config-files.ts";
 import { userUnitDir } from "../watchdog/loop.ts";
+import { type CliIo, say, warn } from "./io.ts";
 
 export const UNIT_FILES = [
   "stallguard.service",
@@ -38,22 +40,10 @@ export interface InstallUnitsResult {
   files: string[];
 }
 
-/** The first directory at or above `start` that holds `rel`. */
-function findUp(start: string, rel: string): string | null {
-  let dir = resolve(start);
-  for (let i = 0; i < 12; i++) {
-    if (existsSync(join(dir, rel))) return dir;
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  return null;
-}
-
 export function templateDir(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const root = findUp(here, join("deploy", "systemd", "stallguard.service"));
-  if (!root) throw new Error("deploy/systemd templates not found next to this stallguard install");
+  const root = packageRoot(dirname(fileURLToPath(import.meta.url)));
+  if (!root || !existsSync(join(root, "deploy", "systemd", "stallguard.service")))
+    throw new Error("deploy/systemd templates not found next to this stallguard install");
   return join(root, "deploy", "systemd");
 }
 
@@ -78,11 +68,7 @@ export function renderUnits(opts: InstallUnitsOptions): Record<string, string> {
   const bin = resolve(opts.binPath);
   const node = opts.nodePath ?? process.execPath;
   const interval = opts.intervalMs ?? 5 * 60_000;
-  const workDir =
-    opts.workDir ??
-    findUp(dirname(bin), join("config", "config.yaml")) ??
-    findUp(dirname(bin), "package.json") ??
-    dirname(bin);
+  const workDir = opts.workDir ?? packageRoot(dirname(bin)) ?? dirname(bin);
   const tdir = opts.templateDir ?? templateDir();
   const vars: Record<string, string> = {
     "@NODE@": systemdWord(node),
@@ -135,12 +121,14 @@ export function defaultBinPath(): string {
   return candidates.find((c) => existsSync(c)) ?? (candidates[0] as string);
 }
 
+const meta = {
+  name: "install-units",
+  description:
+    "Write the systemd user units (router + watchdog timer) into ~/.config/systemd/user; --enable starts them",
+};
+
 export default defineCommand({
-  meta: {
-    name: "install-units",
-    description:
-      "Write the systemd user units (router + watchdog timer) into ~/.config/systemd/user; --enable starts them",
-  },
+  meta,
   args: {
     dir: { type: "string", description: "Write the units here instead" },
     config: { type: "string", description: "Config file to read watchdog.interval from" },
@@ -150,46 +138,48 @@ export default defineCommand({
       default: false,
     },
   },
-  async run({ args }) {
+  async run({ args, data }): Promise<number> {
+    const io = data as CliIo;
     const bin = defaultBinPath();
     if (!existsSync(bin)) {
-      console.error(`stallguard: ${bin} not found; run npm run build first`);
-      process.exitCode = 1;
-      return;
+      warn(io, `stallguard: ${bin} not found; run npm run build first`);
+      return 1;
     }
     const { loadWatchdogConfig } = await import("./watchdog.ts");
     const loaded = await loadWatchdogConfig(typeof args.config === "string" ? args.config : undefined, {
       dbPath: null,
+      env: io.env,
     });
     if (!loaded.ok) {
-      console.error(`stallguard: ${loaded.error}`);
-      process.exitCode = 1;
-      return;
+      warn(io, `stallguard: ${loaded.error}`);
+      return 1;
     }
     try {
       const { dir, files } = installUnits({
         binPath: bin,
         intervalMs: loaded.config.watchdog.interval,
+        env: io.env,
         ...(typeof args.dir === "string" ? { dir: args.dir } : {}),
       });
-      console.log(`wrote ${files.length} units to ${dir}`);
-      for (const f of files) console.log(`  ${f}`);
+      say(io, `wrote ${files.length} units to ${dir}`);
+      for (const f of files) say(io, `  ${f}`);
       if (!args.enable) {
-        console.log(
+        say(
+          io,
           "enable: systemctl --user daemon-reload && systemctl --user enable --now stallguard.service stallguard-watchdog.timer",
         );
-        return;
+        return 0;
       }
-      const problem = enableUnits();
+      const problem = enableUnits(io.env);
       if (problem) {
-        console.error(problem);
-        process.exitCode = 1;
-        return;
+        warn(io, problem);
+        return 1;
       }
-      console.log("enabled: stallguard.service, stallguard-watchdog.timer");
+      say(io, "enabled: stallguard.service, stallguard-watchdog.timer");
+      return 0;
     } catch (err) {
-      console.error(`stallguard: ${(err as Error).message}`);
-      process.exitCode = 1;
+      warn(io, `stallguard: ${(err as Error).message}`);
+      return 1;
     }
   },
 });

@@ -1,21 +1,14 @@
-// The one CLI. Each subcommand lives in its own module and is loaded lazily,
-// so `stallguard calibrate` does not pay for the server's imports.
-import { defineCommand, runMain } from "citty";
-import { VERSION } from "./version.ts";
+// The one CLI entry (dist/stallguard.mjs): runs the verb, lets stdout and
+// stderr drain (a piped --json document is never cut short), then exits with
+// the verb's code. The only place that ends the process.
+import { processIo } from "./io.ts";
+import { run } from "./run.ts";
 
-const main = defineCommand({
-  meta: {
-    name: "stallguard",
-    version: VERSION,
-    description: "Catch an AI coding agent that is spinning instead of working.",
-  },
-  subCommands: {
-    serve: () => import("./serve.ts").then((m) => m.default),
-    calibrate: () => import("./calibrate.ts").then((m) => m.default),
-    watchdog: () => import("./watchdog.ts").then((m) => m.default),
-    "install-plugin": () => import("./install-plugin.ts").then((m) => m.default),
-    "install-units": () => import("./install-units.ts").then((m) => m.default),
-  },
-});
-
-await runMain(main);
+const code = await run(process.argv.slice(2), processIo());
+let pending = 2;
+const done = () => {
+  pending--;
+  if (pending === 0) process.exit(code);
+};
+process.stdout.write("", done);
+process.stderr.write("", done);

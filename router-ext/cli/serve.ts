@@ -1,7 +1,9 @@
 // `stallguard serve`: the router extension. Flags override the config files,
-// so one command starts an isolated instance (the tests do exactly that).
+// so one command starts an isolated instance (the tests do exactly that). It
+// runs until the process is asked to stop, then closes (at most 5 s).
 import { defineCommand } from "citty";
 import { ConfigError, startServer } from "../server/start.ts";
+import { type CliIo, warn } from "./io.ts";
 
 function parsePort(raw: string | undefined): number | undefined | Error {
   if (raw === undefined || raw === "") return undefined;
@@ -21,11 +23,12 @@ export default defineCommand({
     upstream: { type: "string", description: "The model endpoint's OpenAI base URL, ending in /v1" },
     config: { type: "string", description: "A YAML file used instead of config/config.local.yaml" },
   },
-  async run({ args }) {
+  async run({ args, data }): Promise<number> {
+    const io = data as CliIo;
     const port = parsePort(args.port);
     if (port instanceof Error) {
-      console.error(`stallguard serve: ${port.message}`);
-      process.exit(1);
+      warn(io, `stallguard serve: ${port.message}`);
+      return 1;
     }
     let server: Awaited<ReturnType<typeof startServer>>;
     try {
@@ -35,29 +38,32 @@ export default defineCommand({
         dbPath: args.db || undefined,
         upstream: args.upstream || undefined,
         configPath: args.config || undefined,
+        env: io.env,
+        now: io.now,
+        log: (line) => io.stdout.write(`${line}\n`),
         watchdog: true,
       });
     } catch (err) {
       const msg = err instanceof ConfigError ? err.message : `cannot start: ${(err as Error).message}`;
-      console.error(`stallguard serve: ${msg}`);
-      process.exit(1);
+      warn(io, `stallguard serve: ${msg}`);
+      return 1;
     }
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      console.error(`stallguard serve: ${signal}, shutting down`);
-      const force = setTimeout(() => process.exit(1), 5000);
+    const signal = await io.stopped;
+    warn(io, `stallguard serve: ${signal}, shutting down`);
+    let force: ReturnType<typeof setTimeout> | undefined;
+    const forced = new Promise<number>((resolve) => {
+      force = setTimeout(() => resolve(1), 5000);
       force.unref();
-      void server.close().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          console.error(`stallguard serve: close failed: ${(err as Error).message}`);
-          process.exit(1);
-        },
-      );
-    };
-    process.once("SIGINT", () => stop("SIGINT"));
-    process.once("SIGTERM", () => stop("SIGTERM"));
+    });
+    const closed = server.close().then(
+      () => 0,
+      (err: unknown) => {
+        warn(io, `stallguard serve: close failed: ${(err as Error).message}`);
+        return 1;
+      },
+    );
+    const code = await Promise.race([closed, forced]);
+    clearTimeout(force);
+    return code;
   },
 });

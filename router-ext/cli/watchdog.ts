@@ -1,16 +1,17 @@
 // `stallguard watchdog [--once] [--server URL]... [--router URL] [--config FILE]`
 // One tick with --once (what the systemd timer runs); without it the same tick
 // runs in the foreground on watchdog.interval until interrupted.
-import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import type { Config } from "../../shared/index.ts";
+import { repeated } from "../calibrate/args.ts";
 import {
   defaultStatePath,
   runWatchdogTick,
   startWatchdogLoop,
   type WatchdogTickResult,
 } from "../watchdog/index.ts";
+import { type CliIo, say, warn } from "./io.ts";
 
 /**
  * The same layers `serve` uses: config/config.yaml, then --config FILE or
@@ -22,31 +23,17 @@ export async function loadWatchdogConfig(
   configPath?: string,
   opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; dbPath?: string | null } = {},
 ): Promise<{ ok: true; config: Config } | { ok: false; error: string }> {
-  const env = opts.env ?? process.env;
-  const { ConfigError, LiveConfig, findConfigDir, readFileLayers } = await import("../server/live-config.ts");
+  const { loadRouterConfig } = await import("../config.ts");
+  const { ConfigError } = await import("../../shared/config-files.ts");
+  const log = opts.log;
   try {
-    const fileLayers = readFileLayers({
-      configDir: findConfigDir(),
-      configPath: configPath ? resolve(configPath) : undefined,
+    const loaded = loadRouterConfig({
+      configPath: configPath ? resolve(configPath) : null,
+      env: opts.env ?? process.env,
+      ...(opts.dbPath !== undefined ? { dbPath: opts.dbPath } : {}),
+      ...(log ? { log: (line: string) => log(`watchdog: ${line}`) } : {}),
     });
-    const base = LiveConfig.create({ fileLayers, flags: {}, overrides: [] }).get();
-    let overrides: Array<{ path: string; value: unknown }> = [];
-    const { defaultDbPath, openDatabase } = await import("../db/open.ts");
-    const dbPath = opts.dbPath === undefined ? (base.server.db ?? defaultDbPath(env)) : opts.dbPath;
-    if (dbPath && existsSync(dbPath)) {
-      try {
-        const { Store } = await import("../db/store.ts");
-        const store = new Store(openDatabase(dbPath));
-        try {
-          overrides = store.knobOverrides();
-        } finally {
-          store.close();
-        }
-      } catch (err) {
-        opts.log?.(`watchdog: admin overrides not read from ${dbPath}: ${(err as Error).message}`);
-      }
-    }
-    return { ok: true, config: LiveConfig.create({ fileLayers, flags: {}, overrides, log: opts.log }).get() };
+    return { ok: true, config: loaded.config };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, error: err.message };
     return { ok: false, error: `cannot load config: ${(err as Error).message}` };
@@ -55,13 +42,7 @@ export async function loadWatchdogConfig(
 
 /** Every `--server URL` / `--server=URL` (citty keeps only one value per flag). */
 export function serverFlags(rawArgs: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < rawArgs.length; i++) {
-    const a = rawArgs[i] as string;
-    if (a === "--server" && i + 1 < rawArgs.length) out.push(rawArgs[++i] as string);
-    else if (a.startsWith("--server=")) out.push(a.slice("--server=".length));
-  }
-  return out;
+  return repeated(rawArgs, "server", undefined);
 }
 
 function summary(r: WatchdogTickResult): string {
@@ -97,39 +78,34 @@ export default defineCommand({
     },
     config: { type: "string", description: "A config file layered over config/config.yaml" },
   },
-  async run({ args, rawArgs }) {
-    const log = (line: string) => console.error(line);
-    const loaded = await loadWatchdogConfig(args.config, { log });
+  async run({ args, rawArgs, data }): Promise<number> {
+    const io = data as CliIo;
+    const log = (line: string) => warn(io, line);
+    const loaded = await loadWatchdogConfig(args.config, { log, env: io.env });
     if (!loaded.ok) {
-      console.error(`stallguard watchdog: ${loaded.error}`);
-      process.exitCode = 2;
-      return;
+      warn(io, `stallguard watchdog: ${loaded.error}`);
+      return 2;
     }
     const config = loaded.config;
-    const routerUrl = args.router || process.env.STALLGUARD_URL || config.plugin.router_url;
+    const routerUrl = args.router || io.env.STALLGUARD_URL || config.plugin.router_url;
     const opts = {
       config,
       servers: serverFlags(rawArgs),
       routerUrl,
-      statePath: defaultStatePath(),
+      statePath: defaultStatePath(io.env),
+      env: io.env,
+      now: io.now,
       log,
     };
     if (args.once) {
-      const r = await runWatchdogTick(opts);
-      console.log(summary(r));
-      return;
+      say(io, summary(await runWatchdogTick(opts)));
+      return 0;
     }
     if (!config.watchdog.enabled)
-      console.error("watchdog: watchdog.enabled is false; running anyway (foreground)");
-    const loop = startWatchdogLoop({ ...opts, onTick: (r) => console.log(summary(r)) });
-    await new Promise<void>((done) => {
-      const stop = () => {
-        process.off("SIGINT", stop);
-        process.off("SIGTERM", stop);
-        void loop.stop().then(done);
-      };
-      process.on("SIGINT", stop);
-      process.on("SIGTERM", stop);
-    });
+      warn(io, "watchdog: watchdog.enabled is false; running anyway (foreground)");
+    const loop = startWatchdogLoop({ ...opts, onTick: (r) => say(io, summary(r)) });
+    await io.stopped;
+    await loop.stop();
+    return 0;
   },
 });

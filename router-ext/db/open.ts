@@ -16,12 +16,14 @@ export function defaultDbPath(env: NodeJS.ProcessEnv = process.env): string {
 
 export interface OpenDatabaseOptions {
   busyTimeoutMs?: number;
+  /** Called with every SQL statement run (tracing; the crash-safety test kills the process from here). */
+  verbose?: (sql?: unknown) => void;
 }
 
 /** Opens (creating when missing) and migrates the database at `path` (":memory:" for tests). */
 export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Database.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  const db = new Database(path, opts.verbose ? { verbose: opts.verbose } : {});
   try {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");

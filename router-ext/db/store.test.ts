@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Heartbeat, Transition } from "../../shared/index.ts";
 import { quietSignals } from "../../test/helpers/wire-fixtures.ts";
+import { ingestOpts } from "../breaker/testing.ts";
 import type { RequestRecord } from "../gate/store.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./migrations.ts";
 import { openDatabase } from "./open.ts";
@@ -33,10 +34,7 @@ function transition(over: Partial<Transition> = {}): Transition {
   };
 }
 
-const opts = (now = 5000): IngestOptions => ({
-  now,
-  stage: (t) => ({ stage: t.verdict === "ok" ? "none" : "warned", actions: [], treeState: "{}" }),
-});
+const opts = (now = 5000): IngestOptions => ingestOpts(now);
 
 const request = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   conversation: "ses_a",

@@ -9,7 +9,11 @@
 
 /** Who is asking, read from the request headers. */
 export interface GateIdentity {
-  /** X-Router-Conversation, else opencode's x-session-id; null when neither is sent. */
+  /**
+   * The session id (session_id everywhere else; the gate keeps the header's
+   * word): X-Router-Conversation, else opencode's x-session-id; null when
+   * neither is sent. The requests table stores it as `conversation`.
+   */
   conversation: string | null;
   /** X-Router-Agent. */
   agent: string | null;

@@ -7,11 +7,17 @@
 // client retrying a refused request cannot multiply them.
 import type { Mode } from "../../shared/config.ts";
 
-export type Stage = 0 | 1 | 2 | 3;
+/**
+ * A tree's recovery stage under auto_recover: 0 none yet, 1 recovering, 2
+ * recovering with the context capped, 3 hard-stopped. A session's stage as the
+ * admin page shows it (SessionStage, router-ext/api/schemas.ts) is derived from
+ * this one by plan.ts, never stored apart from it.
+ */
+export type RecoveryStage = 0 | 1 | 2 | 3;
 
 export interface TreeModeState {
   rootId: string;
-  stage: Stage;
+  stage: RecoveryStage;
   /** When each recovery in this tree started; only those within recover_window count. */
   recoveries: number[];
   /** Stage 3: the whole tree is refused until an admin Resume. */
@@ -131,7 +137,7 @@ export function decideOnDetection(
       cannotAct: null,
     };
   }
-  const stage: Stage = state.recoveries.length === 0 ? 1 : 2;
+  const stage: RecoveryStage = state.recoveries.length === 0 ? 1 : 2;
   state.stage = stage;
   const actions: ModeAction[] = [...warn(d), { type: "refuse_session", sessionId: d.sessionId }];
   if (!state.refusedSessions.includes(d.sessionId)) state.refusedSessions.push(d.sessionId);

@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { type Transition, transitionSchema } from "../../shared/index.ts";
-import { alertFromTransition } from "./from-transition.ts";
+import { configSchema, type Transition, transitionSchema } from "../../shared/index.ts";
+import { planKnobs, planTransition } from "../modes/plan.ts";
+import { initialTreeState } from "../modes/policy.ts";
 import { alertSchema } from "./types.ts";
+
+/** The alert the plan raises for a transition in the default (warn) mode, or null. */
+function alertFromTransition(t: Transition) {
+  const ctx = { tree: initialTreeState(t.root_id), pluginSeenAt: null };
+  return planTransition(ctx, t, planKnobs(configSchema.parse({})), t.at).alerts[0] ?? null;
+}
 
 function transition(over: Partial<Transition>): Transition {
   return transitionSchema.parse({

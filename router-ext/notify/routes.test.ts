@@ -1,29 +1,19 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateConfig } from "../../shared/index.ts";
+import { type Hook, startHook } from "../../test/helpers/hook.ts";
 import { createNotifier } from "./index.ts";
 import { notifierRoutes } from "./routes.ts";
 import type { Notifier } from "./types.ts";
 
-let server: Server;
+let hook: Hook<unknown>;
 let url: string;
 let notifier: Notifier;
-const bodies: unknown[] = [];
+let bodies: unknown[] = [];
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (d) => {
-      raw += d;
-    });
-    req.on("end", () => {
-      bodies.push(JSON.parse(raw));
-      res.writeHead(req.url === "/fail" ? 500 : 200).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  hook = await startHook({ status: (path) => (path === "/fail" ? 500 : 200) });
+  bodies = hook.bodies;
+  url = hook.base;
   const r = validateConfig({
     notifications: {
       channels: [
@@ -44,7 +34,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await notifier?.close();
-  await new Promise<void>((r) => server.close(() => r()));
+  await hook.close();
 });
 
 const app = () => notifierRoutes(notifier);

@@ -1,6 +1,7 @@
 // The notifier's admin API. The server mounts it behind its admin auth.
 import { Hono } from "hono";
 import { z } from "zod";
+import type { ChannelsResponse, DeliveriesResponse } from "../api/schemas.ts";
 import { type Notifier, severitySchema } from "./types.ts";
 
 const patchSchema = z.strictObject({
@@ -28,9 +29,8 @@ export function notifierRoutes(notifier: Notifier): Hono {
 
   app.get("/api/channels", async (c) => {
     const diag = new Map((await notifier.diagnostics()).map((d) => [d.channel, d.problems]));
-    return c.json({
-      channels: notifier.channels().map((ch) => ({ ...ch, problems: diag.get(ch.name) ?? [] })),
-    });
+    const channels = notifier.channels().map((ch) => ({ ...ch, problems: diag.get(ch.name) ?? [] }));
+    return c.json({ channels } satisfies ChannelsResponse);
   });
 
   app.patch("/api/channels/:name", async (c) => {
@@ -58,7 +58,7 @@ export function notifierRoutes(notifier: Notifier): Hono {
   app.get("/api/deliveries", (c) => {
     const raw = Number(c.req.query("limit") ?? 50);
     const limit = Number.isFinite(raw) ? Math.min(200, Math.max(1, Math.floor(raw))) : 50;
-    return c.json({ deliveries: notifier.deliveries(limit) });
+    return c.json({ deliveries: notifier.deliveries(limit) } satisfies DeliveriesResponse);
   });
 
   return app;

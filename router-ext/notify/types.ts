@@ -3,6 +3,7 @@
 // details is the core's incident report, built from events only.
 import { z } from "zod";
 import type { ChannelConfig, Severity } from "../../shared/index.ts";
+import type { ChannelView, Delivery } from "../api/schemas.ts";
 
 export type { Severity };
 export type ChannelType = ChannelConfig["type"];
@@ -36,51 +37,14 @@ export type Alert = z.infer<typeof alertSchema>;
 export type AlertState = Alert["state"];
 export type AlertSource = Alert["source"];
 
-/** One delivery attempt series (first try plus at most one retry), or an alert dropped at the queue. */
-export interface Delivery {
-  channel: string;
-  dedup_key: string;
-  severity: Severity;
-  state: AlertState;
-  title: string;
-  source: AlertSource;
-  /** sent: delivered; failed: every attempt failed; dropped: the queue was full. */
-  status: "sent" | "failed" | "dropped";
-  ok: boolean;
-  attempts: number;
-  /** Why it failed; never holds a secret or a secret-bearing URL. */
-  error: string | null;
-  /** When the outcome was known (ms since the epoch, from the notifier's clock). */
-  at: number;
-}
+/** One delivery attempt series (first try plus at most one retry), or an alert dropped at the queue (GET /api/deliveries). */
+export type { Delivery };
+
+/** What GET /api/channels shows for one channel (before the diagnostics' problems): settings and counters, never a secret. */
+export type ChannelStatus = Omit<ChannelView, "problems">;
 
 /** How many alerts a channel let through or held back, since start. */
-export interface ChannelCounters {
-  sent: number;
-  failed: number;
-  /** Below min_severity, channel disabled, or a resolve the channel does not want. */
-  filtered: number;
-  /** Non-critical repeats inside the quiet window. */
-  suppressed: number;
-  /** Over the rate limit. */
-  rate_limited: number;
-  /** The delivery queue was full. */
-  queue_dropped: number;
-}
-
-/** What GET /api/channels shows for one channel: settings and counters, never a secret. */
-export interface ChannelStatus {
-  name: string;
-  type: ChannelType;
-  enabled: boolean;
-  min_severity: Severity;
-  resolve_messages: boolean;
-  rate_limit: { count: number; per_ms: number };
-  quiet_window_ms: number;
-  /** Where it goes, safe to show: a command name, a URL host, the names of env vars. */
-  target: string;
-  counters: ChannelCounters;
-}
+export type ChannelCounters = ChannelStatus["counters"];
 
 /** A startup/health check result for one channel. */
 export interface ChannelDiagnostic {

@@ -5,20 +5,15 @@ import type { Context, Hono as HonoType } from "hono";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import {
-  type Directive,
-  type ProgressMessage,
-  type ProgressResponse,
-  parseProgressBody,
-} from "../../shared/index.ts";
+import { type ProgressMessage, type ProgressResponse, parseProgressBody } from "../../shared/index.ts";
+import type { EventsResponse, Health, KnobView, SessionsResponse, TreesResponse } from "../api/schemas.ts";
 import { schemaVersion } from "../db/migrations.ts";
-import type { FreshTransition, Store } from "../db/store.ts";
-import { parseTreeState } from "../modes/policy.ts";
+import type { IngestResult, Store } from "../db/store.ts";
+import { planKnobs, planTransition } from "../modes/plan.ts";
 import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews } from "./knobs.ts";
 import type { LiveConfig } from "./live-config.ts";
 import { renderMetrics } from "./metrics.ts";
 import { bearerToken, isLoopbackHost, safeEqual } from "./security.ts";
-import { effectsOf, modeKnobs, stageOf } from "./stage.ts";
 
 export interface AppDeps {
   store: Store;
@@ -32,10 +27,11 @@ export interface AppDeps {
   /** The client's address (for the loopback rule); null when unknown, which counts as remote. */
   remoteAddress?: (c: Context) => string | null;
   /**
-   * Runs after a POST /progress stored new transitions (alerts, refusals). Returns
-   * the directives for the reporting plugin (acting modes). Must not throw.
+   * Delivers what the stored body caused (the plans' alerts and log lines, the
+   * blind check on a tick) once the POST /progress transaction committed. Its
+   * failure is logged; the report stands.
    */
-  onFresh?: (fresh: FreshTransition[]) => Directive[];
+  afterIngest?: (result: IngestResult, messages: ProgressMessage[]) => void;
   /** Further Prometheus text for /metrics (the gate's histograms). */
   extraMetrics?: () => string[];
   /** Sub-apps mounted behind the admin token (their routes start with /api/). */
@@ -135,19 +131,17 @@ export function createApp(deps: AppDeps): Hono {
         return c.json({ error: "invalid progress body", issues: parsed.errors.slice(0, 50) }, 400);
       }
       const result = ingest(deps, parsed.value, now());
-      let directives: Directive[] = [];
-      if (result.fresh.length > 0 && deps.onFresh) {
-        try {
-          directives = deps.onFresh(result.fresh).slice(0, 50);
-        } catch (err) {
-          log(`progress: after-store actions failed: ${(err as Error).message}`);
-        }
+      try {
+        deps.afterIngest?.(result, parsed.value);
+      } catch (err) {
+        log(`progress: delivery after the commit failed: ${(err as Error).message}`);
       }
-      directives = withPending(store, directives, parsed.value, now(), config.get().progress.recover_window);
+      const toasts = result.fresh.flatMap((f) => f.plan.toasts).slice(0, 20);
       const response: ProgressResponse = {
         accepted: result.accepted,
         duplicates: result.duplicates,
-        directives,
+        directives: result.directives,
+        ...(toasts.length > 0 ? { toasts } : {}),
       };
       return c.json(response);
     },
@@ -164,17 +158,15 @@ export function createApp(deps: AppDeps): Hono {
       db = `error: ${(err as Error).message}`;
     }
     const tick = db === "ok" ? store.lastWatchdogTick() : null;
-    return c.json(
-      {
-        ok: db === "ok",
-        version: deps.version,
-        db,
-        schema_version: version,
-        mode: config.get().progress.mode,
-        watchdog: tick ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged } : null,
-      },
-      db === "ok" ? 200 : 503,
-    );
+    const health = {
+      ok: db === "ok",
+      version: deps.version,
+      db,
+      schema_version: version,
+      mode: config.get().progress.mode,
+      watchdog: tick ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged } : null,
+    } satisfies Health;
+    return c.json(health, db === "ok" ? 200 : 503);
   });
 
   app.get("/metrics", (c) => {
@@ -204,7 +196,9 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   api.get("/api/sessions", (c) =>
-    c.json({ sessions: store.sessions({ now: now(), liveWindowMs: liveWindow() }) }),
+    c.json({
+      sessions: store.sessions({ now: now(), liveWindowMs: liveWindow() }),
+    } satisfies SessionsResponse),
   );
 
   api.get("/api/events", (c) => {
@@ -212,11 +206,14 @@ export function createApp(deps: AppDeps): Hono {
     const limit = raw === undefined ? 100 : Number(raw);
     if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
       return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 10000"] }, 400);
-    return c.json({ events: store.events(limit) });
+    return c.json({ events: store.events(limit) } satisfies EventsResponse);
   });
 
   api.get("/api/trees", (c) =>
-    c.json({ trees: store.refusals().filter((r) => r.scope === "tree"), log: store.refusalLog(100) }),
+    c.json({
+      trees: store.refusals().filter((r) => r.scope === "tree"),
+      log: store.refusalLog(100),
+    } satisfies TreesResponse),
   );
 
   const treeAction = (state: "stopped" | "running") => async (c: Context) => {
@@ -235,9 +232,10 @@ export function createApp(deps: AppDeps): Hono {
   api.post("/api/trees/:root/stop", treeAction("stopped"));
   api.post("/api/trees/:root/resume", treeAction("running"));
 
-  api.get("/api/knobs", (c) =>
-    c.json({ knobs: knobViews(config.get(), config.overriddenPaths()), excluded: excludedLeaves() }),
-  );
+  api.get("/api/knobs", (c) => {
+    const knobs = knobViews(config.get(), config.overriddenPaths()) satisfies KnobView[];
+    return c.json({ knobs, excluded: excludedLeaves() });
+  });
 
   api.put("/api/knobs", async (c) => {
     const body = await jsonBody(c);
@@ -293,52 +291,21 @@ export function createApp(deps: AppDeps): Hono {
 }
 
 /**
- * Adds the open directives for the sessions a plugin reported in this body
- * (transitions and heartbeats), so an unacknowledged directive is re-sent on
- * a later answer, also after a router restart. Deduplicated by id.
+ * Stores a validated /progress body in one transaction: every fresh
+ * transition is planned (router-ext/modes/plan.ts) with the live knobs from
+ * what the store holds, and applied with its effects; the open directives for
+ * the reporting plugin come back with it.
  */
-function withPending(
-  store: Store,
-  fresh: Directive[],
+export function ingest(
+  deps: Pick<AppDeps, "store" | "config">,
   messages: ProgressMessage[],
   at: number,
-  maxAgeMs: number,
-): Directive[] {
-  const keys = new Set<string>();
-  for (const m of messages) {
-    if (m.type === "transition" && m.source === "plugin") keys.add(m.session_id).add(m.root_id);
-    else if (m.type === "heartbeat") for (const s of m.sessions) keys.add(s.session_id).add(s.root_id);
-  }
-  const out = new Map(fresh.map((d) => [d.id, d]));
-  try {
-    for (const d of store.modes.pendingFor(keys, { now: at, maxAgeMs })) if (!out.has(d.id)) out.set(d.id, d);
-  } catch {
-    // a store failure must not fail the report itself
-  }
-  return [...out.values()].slice(0, 50);
-}
-
-/** Stores a validated /progress body, computing each transition's stage with the live mode knobs. */
-export function ingest(deps: Pick<AppDeps, "store" | "config">, messages: ProgressMessage[], at: number) {
+): IngestResult {
   const cfg = deps.config.get();
-  const knobs = modeKnobs(cfg);
-  const live = 3 * cfg.progress.heartbeat;
+  const knobs = planKnobs(cfg);
   return deps.store.ingest(messages, {
     now: at,
-    stage: (t, ctx) => {
-      const out = stageOf(t, {
-        treeState: parseTreeState(t.root_id, ctx.treeState),
-        knobs,
-        pluginLive: ctx.pluginSeenAt !== null && at - ctx.pluginSeenAt <= live,
-        now: at,
-      });
-      return {
-        stage: out.stage,
-        actions: out.actions,
-        treeState: JSON.stringify(out.treeState),
-        effects: effectsOf(out.actions, t, out.treeState.stage),
-        cannotAct: out.cannotAct,
-      };
-    },
+    plan: (ctx, t) => planTransition(ctx, t, knobs, at),
+    directiveMaxAgeMs: cfg.progress.recover_window,
   });
 }

@@ -4,30 +4,12 @@
 // cannot change while the server runs are in EXCLUDED, each with its reason;
 // knobs.test.ts checks that every schema leaf is exactly one of the two.
 import { type Config, configSchema, formatDuration } from "../../shared/index.ts";
+import type { ExcludedKnob, KnobKind, KnobView } from "../api/schemas.ts";
 
-export type KnobKind = "number" | "integer" | "boolean" | "enum" | "duration" | "string" | "list" | "json";
+export type { ExcludedKnob, KnobKind, KnobView };
 
-export interface KnobSpec {
-  path: string;
-  kind: KnobKind;
-  min?: number;
-  max?: number;
-  options?: string[];
-  nullable: boolean;
-  description: string;
-}
-
-export interface KnobView extends KnobSpec {
-  value: unknown;
-  default: unknown;
-  /** Set through the admin API (stored in the database), not from the config files. */
-  overridden: boolean;
-}
-
-export interface ExcludedKnob {
-  path: string;
-  why: string;
-}
+/** A knob as the schema walk finds it (GET /api/knobs adds its value, default and override flag). */
+export type KnobSpec = Omit<KnobView, "value" | "default" | "overridden"> & { nullable: boolean };
 
 /** Knobs the admin page deliberately does not offer, in one place. A path ending in ".*" covers a subtree. */
 export const EXCLUDED: readonly ExcludedKnob[] = [

@@ -1,63 +1,37 @@
-// The running configuration: config/config.yaml, then config.local.yaml (or
-// the --config file), then the admin overrides stored in the database, then
-// the command-line flags. Every layer goes through the core's parseConfig, so
-// an admin change is validated by exactly the schema the files are.
-import { existsSync, readFileSync } from "node:fs";
+// The running configuration: the layers of shared/config-files.ts (config.yaml,
+// config.local.yaml or the --config file, the admin overrides stored in the
+// database, then the command-line flags), with the admin overrides changed
+// live. Every change is validated by exactly the schema the files are.
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { type Config, type ConfigIssue, formatConfigIssues, parseConfig } from "../../shared/index.ts";
-import { nestPaths } from "./knobs.ts";
+import {
+  buildConfig,
+  ConfigError,
+  type ConfigLayer,
+  composeConfig,
+  type Override,
+  packageRoot,
+  readConfigFiles,
+} from "../../shared/config-files.ts";
+import type { Config, ConfigIssue } from "../../shared/index.ts";
 
-type Layer = { source: string; text: string } | { source: string; value: unknown };
+export type { Override };
+export { ConfigError };
 
-/** A config that failed validation; the message carries `source: key.path: problem` lines. */
-export class ConfigError extends Error {
-  readonly issues: ConfigIssue[];
-  constructor(issues: ConfigIssue[]) {
-    super(`invalid configuration:\n${formatConfigIssues(issues)}`);
-    this.name = "ConfigError";
-    this.issues = issues;
-  }
+/** The package's config/ directory, or null outside the package. */
+export function findConfigDir(from?: string): string | null {
+  const root = packageRoot(from);
+  return root ? join(root, "config") : null;
 }
 
-/** The repo's config/ directory: the first ancestor of this module holding config/config.yaml. */
-export function findConfigDir(from: string = dirname(fileURLToPath(import.meta.url))): string | null {
-  let dir = from;
-  for (;;) {
-    if (existsSync(join(dir, "config", "config.yaml"))) return join(dir, "config");
-    const up = dirname(dir);
-    if (up === dir) return null;
-    dir = up;
-  }
-}
-
-/**
- * The file layers: config.yaml, then config.local.yaml or `configPath` instead of it.
- * A missing config.local.yaml is fine; a missing `configPath` is an error.
- */
-export function readFileLayers(opts: { configDir: string | null; configPath?: string | undefined }): Layer[] {
-  const layers: Layer[] = [];
-  if (opts.configDir) {
-    const defaults = join(opts.configDir, "config.yaml");
-    if (existsSync(defaults))
-      layers.push({ source: "config/config.yaml", text: readFileSync(defaults, "utf8") });
-  }
-  if (opts.configPath) {
-    let text: string;
-    try {
-      text = readFileSync(opts.configPath, "utf8");
-    } catch (err) {
-      throw new ConfigError([
-        { source: opts.configPath, path: "(file)", message: `cannot read: ${(err as Error).message}` },
-      ]);
-    }
-    layers.push({ source: opts.configPath, text });
-  } else if (opts.configDir) {
-    const local = join(opts.configDir, "config.local.yaml");
-    if (existsSync(local))
-      layers.push({ source: "config/config.local.yaml", text: readFileSync(local, "utf8") });
-  }
-  return layers;
+/** The file layers: config.yaml, then config.local.yaml or `configPath` instead of it. */
+export function readFileLayers(opts: {
+  configDir: string | null;
+  configPath?: string | undefined;
+}): ConfigLayer[] {
+  return readConfigFiles({
+    root: opts.configDir ? dirname(opts.configDir) : null,
+    configPath: opts.configPath,
+  });
 }
 
 export interface Flags {
@@ -67,23 +41,24 @@ export interface Flags {
   upstream?: string | undefined;
 }
 
-function flagsLayer(flags: Flags): Layer | null {
+/** The command-line flags as the last layer (none when no flag is given). */
+export function flagsLayer(flags: Flags): ConfigLayer[] {
   const server: Record<string, unknown> = {};
   if (flags.port !== undefined) server.port = flags.port;
   if (flags.host !== undefined) server.host = flags.host;
   if (flags.db !== undefined) server.db = flags.db;
   if (flags.upstream !== undefined) server.upstream = flags.upstream;
-  return Object.keys(server).length > 0 ? { source: "flags", value: { server } } : null;
+  return Object.keys(server).length > 0 ? [{ source: "flags", value: { server } }] : [];
 }
 
-export type Override = { path: string; value: unknown };
-
 export interface LiveConfigInit {
-  fileLayers: Layer[];
+  fileLayers: ConfigLayer[];
   flags: Flags;
   overrides: readonly Override[];
   log?: (line: string) => void;
 }
+
+type Result = { ok: true; config: Config } | { ok: false; issues: ConfigIssue[] };
 
 /**
  * Holds the current config and applies admin overrides live.
@@ -94,20 +69,15 @@ export interface LiveConfigInit {
  * if (r.ok) live.get().thresholds.dup_warn; // 0.5
  */
 export class LiveConfig {
-  private config: Config;
-  private overrides: Map<string, unknown>;
   private readonly listeners = new Set<(next: Config, prev: Config, path: string) => void>();
 
   private constructor(
-    private readonly fileLayers: Layer[],
-    private readonly flags: Layer | null,
-    config: Config,
-    overrides: Map<string, unknown>,
+    private readonly fileLayers: ConfigLayer[],
+    private readonly last: ConfigLayer[],
+    private config: Config,
+    private overrides: Map<string, unknown>,
     private readonly log: (line: string) => void,
-  ) {
-    this.config = config;
-    this.overrides = overrides;
-  }
+  ) {}
 
   /**
    * Validates the layers; a bad file layer or flag throws ConfigError. A stored
@@ -115,35 +85,9 @@ export class LiveConfig {
    * and logged rather than blocking start-up.
    */
   static create(init: LiveConfigInit): LiveConfig {
-    const flags = flagsLayer(init.flags);
-    const base = parseConfig([...init.fileLayers, ...(flags ? [flags] : [])]);
-    if (!base.ok) throw new ConfigError(base.issues);
-    const kept = new Map<string, unknown>();
-    let config = base.config;
-    for (const o of init.overrides) {
-      const next = new Map(kept).set(o.path, o.value);
-      const r = LiveConfig.build(init.fileLayers, flags, next);
-      if (r.ok) {
-        kept.set(o.path, o.value);
-        config = r.config;
-      } else {
-        init.log?.(
-          `ignoring stored knob override ${o.path}: ${formatConfigIssues(r.issues).replace(/\n/g, "; ")}`,
-        );
-      }
-    }
-    return new LiveConfig(init.fileLayers, flags, config, kept, init.log ?? (() => {}));
-  }
-
-  private static build(fileLayers: Layer[], flags: Layer | null, overrides: Map<string, unknown>) {
-    const layers: Layer[] = [...fileLayers];
-    if (overrides.size > 0)
-      layers.push({
-        source: "admin overrides",
-        value: nestPaths([...overrides].map(([path, value]) => ({ path, value }))),
-      });
-    if (flags) layers.push(flags);
-    return parseConfig(layers);
+    const last = flagsLayer(init.flags);
+    const { config, overrides } = composeConfig(init.fileLayers, init.overrides, last, init.log);
+    return new LiveConfig(init.fileLayers, last, config, overrides, init.log ?? (() => {}));
   }
 
   get(): Config {
@@ -155,25 +99,24 @@ export class LiveConfig {
   }
 
   /** Validates the config with `path` set to `value`; on success it becomes current and listeners run. */
-  trySet(path: string, value: unknown): { ok: true; config: Config } | { ok: false; issues: ConfigIssue[] } {
-    const next = new Map(this.overrides).set(path, value);
-    return this.apply(next, path);
+  trySet(path: string, value: unknown): Result {
+    return this.apply(new Map(this.overrides).set(path, value), path);
   }
 
   /** Validates the config with `path` set to `value` without applying it. */
-  check(path: string, value: unknown): { ok: true; config: Config } | { ok: false; issues: ConfigIssue[] } {
-    return LiveConfig.build(this.fileLayers, this.flags, new Map(this.overrides).set(path, value));
+  check(path: string, value: unknown): Result {
+    return buildConfig(this.fileLayers, new Map(this.overrides).set(path, value), this.last);
   }
 
   /** Drops the override at `path` (back to the files' value). */
-  tryReset(path: string): { ok: true; config: Config } | { ok: false; issues: ConfigIssue[] } {
+  tryReset(path: string): Result {
     const next = new Map(this.overrides);
     next.delete(path);
     return this.apply(next, path);
   }
 
-  private apply(next: Map<string, unknown>, path: string) {
-    const r = LiveConfig.build(this.fileLayers, this.flags, next);
+  private apply(next: Map<string, unknown>, path: string): Result {
+    const r = buildConfig(this.fileLayers, next, this.last);
     if (!r.ok) return r;
     const prev = this.config;
     this.config = r.config;

@@ -41,11 +41,13 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
     "Sessions in the store by current verdict.",
     (["ok", "stalling", "looping"] as const).map((v) => [{ verdict: v }, s.sessionsByVerdict[v]]),
   );
+  const byLabel = (label: string, values: readonly string[], prefix: string) =>
+    values.map((v): [Record<string, string>, number] => [{ [label]: v }, c(`${prefix}:${v}`)]);
   t.metric(
     "stallguard_warnings_total",
     "counter",
     "Transitions from ok to stalling or looping (each is a warning).",
-    (["stalling", "looping"] as const).map((v) => [{ verdict: v }, c(`warnings_total:${v}`)]),
+    byLabel("verdict", ["stalling", "looping"], "warnings_total"),
   );
   t.metric("stallguard_flagged_sessions", "gauge", "Sessions currently stalling or looping.", [
     [{}, s.sessionsByVerdict.stalling + s.sessionsByVerdict.looping],
@@ -54,7 +56,7 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
     "stallguard_transitions_total",
     "counter",
     "Verdict transitions stored, by reporter.",
-    (["plugin", "watchdog"] as const).map((src) => [{ source: src }, c(`transitions_total:${src}`)]),
+    byLabel("source", ["plugin", "watchdog"], "transitions_total"),
   );
   t.metric("stallguard_live_plugins", "gauge", "Plugin instances heard from within 3 heartbeats.", [
     [{}, s.livePlugins],
@@ -76,7 +78,7 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
     "stallguard_directive_results_total",
     "counter",
     "Recovery directives the plugin reported done, by outcome.",
-    (["ok", "failed"] as const).map((outcome) => [{ outcome }, c(`directive_results_total:${outcome}`)]),
+    byLabel("outcome", ["ok", "failed"], "directive_results_total"),
   );
   t.metric("stallguard_progress_messages_total", "counter", "POST /progress messages accepted.", [
     [{}, c("progress_messages_total")],
@@ -88,7 +90,7 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
     "stallguard_progress_rejected_total",
     "counter",
     "POST /progress bodies rejected, by status.",
-    (["400", "401", "413"] as const).map((code) => [{ code }, c(`progress_rejected_total:${code}`)]),
+    byLabel("code", ["400", "401", "413"], "progress_rejected_total"),
   );
   t.metric("stallguard_alerts_total", "counter", "Alerts handed to the notifier.", [[{}, c("alerts_total")]]);
   t.metric(

@@ -2,32 +2,26 @@
 // config layers, the SQLite store, the app, the notifier, the gate, the admin
 // page, retention pruning and (for `serve`) the in-process watchdog loop.
 
-import { createHash } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { Hono } from "hono";
-import type { Config, Directive, Transition } from "../../shared/index.ts";
+import { loadConfigLayers } from "../../shared/config-files.ts";
+import type { Config } from "../../shared/index.ts";
 import { adminRoutes } from "../admin/routes.ts";
 import { breakerRoutes } from "../breaker/routes.ts";
 import { BreakerService } from "../breaker/service.ts";
 import { BreakerStore } from "../breaker/store.ts";
 import { VERSION } from "../cli/version.ts";
 import { defaultDbPath, openDatabase } from "../db/open.ts";
-import { type FreshTransition, Store } from "../db/store.ts";
+import { Store } from "../db/store.ts";
 import { createGateMetrics, gateRoutes } from "../gate/index.ts";
-import type { ModeAction } from "../modes/policy.ts";
-import { blindAlert, initialBlindState } from "../notify/from-watchdog.ts";
-import { alertFromTransition, createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
+import { createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
 import { createApp } from "./app.ts";
-import { ConfigError, findConfigDir, LiveConfig, readFileLayers } from "./live-config.ts";
+import { createDelivery } from "./deliver.ts";
+import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
 import { checkBindHost, generateToken } from "./security.ts";
-
-/** How often the server looks at the latest watchdog tick for the blind alert. */
-const BLIND_CHECK_MS = 2000;
-
-import { EXECUTED_ACTIONS } from "./stage.ts";
 
 export interface StartOptions {
   /** 0 picks a free port. Default: server.port from the config. */
@@ -42,8 +36,14 @@ export interface StartOptions {
   /** Run the watchdog loop in-process when watchdog.enabled and no systemd timer is installed. */
   watchdog?: boolean;
   log?: (line: string) => void;
-  /** The config/ directory; default: found from this module's location. */
-  configDir?: string | null;
+  /** The package root holding config/; default: found from this module's location. null: no files. */
+  root?: string | null;
+  /** The clock (decisions, pruning, the blind check). Default Date.now. */
+  now?: () => number;
+  /** How often the server looks at the latest watchdog tick for a late one. Default 2 s. */
+  blindCheckMs?: number;
+  /** How often the breaker moves its models' states forward. Default 10 s. */
+  breakerTickMs?: number;
 }
 
 export interface RunningServer {
@@ -101,20 +101,20 @@ const changed = (a: Config, b: Config, key: keyof Config) =>
 export async function startServer(opts: StartOptions = {}): Promise<RunningServer> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const configDir = opts.configDir === undefined ? findConfigDir() : opts.configDir;
-  const fileLayers = readFileLayers({ configDir, configPath: opts.configPath });
   const flags = { port: opts.port, host: opts.host, db: opts.dbPath, upstream: opts.upstream };
-  // Validate files and flags before touching the database (which may hold overrides).
-  const base = LiveConfig.create({ fileLayers, flags, overrides: [] }).get();
+  // Validate files and flags before touching the database (which holds the overrides).
+  const files = loadConfigLayers({ root: opts.root, configPath: opts.configPath, last: flagsLayer(flags) });
+  const base = files.config;
   const host = base.server.host;
   const bind = checkBindHost(host, env);
   if (!bind.ok) throw new Error(bind.message);
 
   const dbPath = base.server.db ?? defaultDbPath(env);
-  const store = new Store(openDatabase(dbPath));
+  const now = opts.now ?? Date.now;
+  const store = new Store(openDatabase(dbPath), { now });
   let live: LiveConfig;
   try {
-    live = LiveConfig.create({ fileLayers, flags, overrides: store.knobOverrides(), log });
+    live = LiveConfig.create({ fileLayers: files.fileLayers, flags, overrides: store.knobOverrides(), log });
   } catch (err) {
     store.close();
     throw err;
@@ -137,50 +137,16 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
       store.bump("alerts_total");
     },
     log,
+    now,
   });
-
-  const executeActions = (fresh: FreshTransition[]): Directive[] => {
-    const directives: Directive[] = [];
-    for (const f of fresh) {
-      const t: Transition = f.transition;
-      const alert = alertFromTransition(t);
-      if (alert) {
-        notify.notifier.send(alert);
-        store.bump("alerts_total");
-      }
-      for (const a of f.actions as ModeAction[]) {
-        if (a.type === "refuse_tree") {
-          store.setRefusal(
-            "tree",
-            a.rootId,
-            "stopped",
-            "stallguard",
-            Date.now(),
-            `max_recoveries (${cfg().progress.max_recoveries}) reached within recover_window`,
-          );
-          log(`tree ${a.rootId}: hard stop (max_recoveries); waiting for an admin Resume`);
-        } else if (a.type === "directive" && t.source === "plugin") {
-          directives.push({
-            id: `d:${createHash("sha256").update(t.id).digest("base64url").slice(0, 32)}`,
-            action: a.directive,
-            session_id: a.sessionId,
-            root_id: a.rootId,
-            report: a.report.slice(0, 4000),
-          });
-        } else if (!EXECUTED_ACTIONS.has(a.type)) {
-          log(
-            `mode ${cfg().progress.mode}: action ${a.type} for ${t.session_id} not carried out by this server yet`,
-          );
-        }
-      }
-    }
-    try {
-      breaker.onVerdicts(fresh.map((f) => f.transition.verdict));
-    } catch (err) {
-      log(`breaker: evaluate failed: ${(err as Error).message}`);
-    }
-    return directives;
-  };
+  const delivery = createDelivery({
+    store,
+    send: (a) => notify.notifier.send(a),
+    onVerdicts: (v) => breaker.onVerdicts(v),
+    log,
+    now,
+    watchdogIntervalMs: () => cfg().watchdog.interval,
+  });
 
   // The gate: rebuilt when one of its knobs changes; the mounted wrapper forwards
   // to the current instance, and the metrics object outlives rebuilds.
@@ -197,6 +163,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
       store,
       metrics: gateMetrics,
       log,
+      now,
       modelRoute: (m) => breaker.route(m),
     });
   };
@@ -215,7 +182,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     version: VERSION,
     log,
     remoteAddress,
-    onFresh: executeActions,
+    now,
+    afterIngest: delivery.afterIngest,
     adminApps: [notifierRoutes(notify.notifier), breakerRoutes(breaker)],
     openApps: [adminRoutes({ log }), gateMount],
     extraMetrics: () => [gateMetrics.render(), breaker.metrics()],
@@ -237,10 +205,10 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   // Retention: prune at start, then periodically (at most hourly).
   const prune = () => {
     try {
-      const now = Date.now();
+      const at = now();
       const r = {
-        ...store.prune(now, cfg().progress.retention),
-        ...breakerStore.prune(now - cfg().progress.retention),
+        ...store.prune(at, cfg().progress.retention),
+        ...breakerStore.prune(at - cfg().progress.retention),
       };
       const total = Object.values(r).reduce((a, b) => a + b, 0);
       if (total > 0) log(`retention: pruned ${JSON.stringify(r)}`);
@@ -253,30 +221,11 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   let pruneTimer = setInterval(prune, pruneEvery());
   pruneTimer.unref();
 
-  // The watchdog-blind alert: a stored tick that found opencode running but could
-  // not read its sessions (router-ext/notify/from-watchdog.ts). Polled from the
-  // store, so in-process and systemd-timer ticks are treated alike.
-  let blind = initialBlindState();
-  const checkBlind = () => {
-    try {
-      // A tick older than three intervals says nothing about now (a dead watchdog shows as late).
-      const r = blindAlert(blind, store.lastWatchdogTick(), {
-        now: Date.now(),
-        maxAgeMs: 3 * cfg().watchdog.interval,
-      });
-      blind = r.state;
-      if (r.alert) {
-        notify.notifier.send(r.alert);
-        store.bump("alerts_total");
-        log(`watchdog: ${r.alert.title}`);
-      }
-    } catch (err) {
-      log(`watchdog: blind check failed: ${(err as Error).message}`);
-    }
-  };
-  const blindTimer = setInterval(checkBlind, BLIND_CHECK_MS);
+  // The watchdog-blind alert: checked on every stored tick (delivery.afterIngest),
+  // and on a timer for a tick that goes stale (router-ext/notify/from-watchdog.ts).
+  const blindTimer = setInterval(delivery.checkBlind, opts.blindCheckMs ?? 2000);
   blindTimer.unref();
-  breaker.start(10_000);
+  breaker.start(opts.breakerTickMs ?? 10_000);
 
   // The in-process watchdog (serve only).
   let watchdog: { stop(): Promise<void> } | null = null;

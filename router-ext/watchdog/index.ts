@@ -2,6 +2,8 @@
 // plugin. It reads opencode's server API, judges with the shared core and
 // reports verdict changes to the router extension (source: watchdog).
 export { buildDigest, type DigestCall, type DigestInput } from "./digest.ts";
+export { discover, type Seen } from "./discover.ts";
+export { judgeTick, judgeTree, type RouterOutcome, settleTick } from "./judge.ts";
 export { acquireLock, type Lock } from "./lock.ts";
 export {
   startWatchdogLoop,
@@ -14,9 +16,4 @@ export {
 export { askSecondOpinion, parseOpinion, type SecondOpinion } from "./ollama.ts";
 export { collectServers, rcServersPath, readRcServers, serversFromRegistry } from "./servers.ts";
 export { defaultStatePath, loadState, saveState, type WatchdogState } from "./state.ts";
-export {
-  type RouterOutcome,
-  runWatchdogTick,
-  type WatchdogTickOptions,
-  type WatchdogTickResult,
-} from "./tick.ts";
+export { runWatchdogTick, type WatchdogTickOptions, type WatchdogTickResult } from "./tick.ts";

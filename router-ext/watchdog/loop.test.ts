@@ -26,10 +26,15 @@ describe("in-process loop", () => {
     const parsed = parseConfig([{ source: "t", value: { watchdog: { interval: "1s", timeout: "1s" } } }]);
     if (!parsed.ok) throw new Error("config");
     const results: WatchdogTickResult[] = [];
-    let twoTicks: () => void = () => undefined;
-    const done = new Promise<void>((r) => {
-      twoTicks = r;
-    });
+    // The loop's timer, driven by hand: each pending run is fired by the test, no sleeping.
+    const timers: Array<{ fn: () => void; ms: number; cancelled: boolean }> = [];
+    const live = () => timers.filter((t) => !t.cancelled);
+    const fire = () => {
+      const t = live().at(-1);
+      if (!t) throw new Error("nothing scheduled");
+      t.cancelled = true;
+      t.fn();
+    };
     const loop = startWatchdogLoop({
       config: parsed.config,
       servers: ["http://127.0.0.1:1"],
@@ -37,16 +42,24 @@ describe("in-process loop", () => {
       statePath: join(tmp, "loop", "watchdog.json"),
       env: { HOME: tmp, XDG_DATA_HOME: join(tmp, "none") },
       log: () => undefined,
-      onTick: (r) => {
-        results.push(r);
-        if (results.length === 2) twoTicks();
+      onTick: (r) => results.push(r),
+      schedule: (fn, ms) => {
+        const t = { fn, ms, cancelled: false };
+        timers.push(t);
+        return { cancel: () => (t.cancelled = true) };
       },
     });
-    await done;
-    await loop.stop();
+    expect(timers.map((t) => t.ms)).toEqual([0]); // the first tick at once
+    fire();
+    await expect.poll(() => results.length).toBe(1);
+    expect(live().map((t) => t.ms)).toEqual([1000]); // the next one interval after the last finished
+    fire(); // a tick is running while stop() is called: stop waits for it
+    const stopping = loop.stop();
+    expect(results).toHaveLength(1);
+    await stopping;
     const after = results.length;
-    await new Promise((r) => setTimeout(r, 1200));
     await new Promise<void>((r) => router.close(() => r()));
+    expect(live()).toEqual([]); // nothing is scheduled after stop()
     expect(after).toBeGreaterThanOrEqual(2);
     expect(results.length).toBe(after); // nothing ran after stop()
     expect(results.every((r) => r.blind && r.blindReason === "no_server" && !r.skipped)).toBe(true);

@@ -10,6 +10,17 @@ import { runWatchdogTick, type WatchdogTickOptions, type WatchdogTickResult } fr
 
 export const TIMER_UNIT = "stallguard-watchdog.timer";
 
+/** Runs `fn` after `ms`; the loop's timer (injected in tests instead of sleeping). */
+export type Schedule = (fn: () => void, ms: number) => { cancel(): void };
+
+const realSchedule =
+  (unref: boolean): Schedule =>
+  (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    if (unref) t.unref();
+    return { cancel: () => clearTimeout(t) };
+  };
+
 export interface WatchdogLoopOptions extends WatchdogTickOptions {
   /** Default config.watchdog.interval. */
   intervalMs?: number;
@@ -18,6 +29,8 @@ export interface WatchdogLoopOptions extends WatchdogTickOptions {
   onTick?: (r: WatchdogTickResult) => void;
   /** Let the process exit while only the loop is pending (serve keeps itself alive). Default false. */
   unref?: boolean;
+  /** Default: setTimeout. */
+  schedule?: Schedule;
 }
 
 export interface WatchdogLoop {
@@ -28,14 +41,14 @@ export interface WatchdogLoop {
 export function startWatchdogLoop(opts: WatchdogLoopOptions): WatchdogLoop {
   const log = opts.log ?? ((line: string) => console.error(line));
   const interval = Math.max(1000, opts.intervalMs ?? opts.config.watchdog.interval);
+  const after = opts.schedule ?? realSchedule(opts.unref === true);
   let stopped = false;
-  let timer: NodeJS.Timeout | null = null;
+  let timer: { cancel(): void } | null = null;
   let running: Promise<void> | null = null;
 
   const schedule = (ms: number) => {
     if (stopped) return;
-    timer = setTimeout(run, ms);
-    if (opts.unref) timer.unref();
+    timer = after(run, ms);
   };
   const run = () => {
     timer = null;
@@ -51,7 +64,7 @@ export function startWatchdogLoop(opts: WatchdogLoopOptions): WatchdogLoop {
   return {
     async stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
+      timer?.cancel();
       timer = null;
       if (running) await running;
     },

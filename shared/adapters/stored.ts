@@ -2,19 +2,9 @@
 // export` and the opencode.db message/part tables all hold {info, parts}
 // records; live message.part.updated events carry the same part shape.
 import { isInjectedTurn, isResumeTurn, type TextPartLike, userTextHash } from "../injected.ts";
+import { num, obj, text } from "../read.ts";
 import { type CallContext, callContext, toToolCall } from "../tool-call.ts";
 import type { Observation, ToolCall, TurnObservation } from "../types.ts";
-
-type Rec = Record<string, unknown>;
-function obj(v: unknown): Rec {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {};
-}
-function num(v: unknown): number {
-  return typeof v === "number" && Number.isFinite(v) ? v : 0;
-}
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
 
 export interface StoredMessage {
   info: unknown;
@@ -40,8 +30,8 @@ export function fromToolPart(
   const time = obj(state.time);
   return toToolCall(
     {
-      tool: str(p.tool) ?? "unknown",
-      callId: str(p.callID) ?? str(p.id) ?? "",
+      tool: text(p.tool) ?? "unknown",
+      callId: text(p.callID) ?? text(p.id) ?? "",
       args: state.input,
       metadata: state.metadata,
       status,
@@ -55,7 +45,7 @@ export function fromToolPart(
 export function promptTokensOf(tokens: unknown): number {
   const t = obj(tokens);
   const cache = obj(t.cache);
-  return num(t.input) + num(cache.read) + num(cache.write);
+  return (num(t.input) ?? 0) + (num(cache.read) ?? 0) + (num(cache.write) ?? 0);
 }
 
 export interface StoredOptions {
@@ -83,11 +73,11 @@ export function observationsFromMessages(
   for (const m of Array.isArray(messages) ? messages : []) {
     const info = obj(obj(m).info);
     const parts = Array.isArray(obj(m).parts) ? (obj(m).parts as unknown[]) : [];
-    const created = num(obj(info.time).created);
+    const created = num(obj(info.time).created) ?? 0;
     const role = info.role;
     // The compaction summary request runs as agent "compaction": it is still
     // this session's turn, and must not make a read-only agent look like a worker.
-    const named = str(info.agent) ?? str(info.mode);
+    const named = text(info.agent) ?? text(info.mode);
     const compactionTurn = named === "compaction" || info.summary === true;
     if (named && !compactionTurn) agent = named;
     // Literals with every field spelled out, not spreads of a shared base: this
@@ -117,7 +107,7 @@ export function observationsFromMessages(
     if (role !== "assistant") continue;
     if (!compactionTurn) {
       resuming = false;
-      const model = [str(info.providerID), str(info.modelID)].filter(Boolean).join("/") || undefined;
+      const model = [text(info.providerID), text(info.modelID)].filter(Boolean).join("/") || undefined;
       const turn: TurnObservation = {
         kind: "turn",
         sessionId: session.id,
@@ -132,9 +122,9 @@ export function observationsFromMessages(
     out.push({
       kind: "usage",
       sessionId: session.id,
-      messageId: str(info.id) ?? `${session.id}:${out.length}`,
+      messageId: text(info.id) ?? `${session.id}:${out.length}`,
       time: num(obj(info.time).completed) || created,
-      costUsd: num(info.cost),
+      costUsd: num(info.cost) ?? 0,
       promptTokens: prompt,
       contextTokens: prompt,
     });

@@ -4,12 +4,11 @@
 // (max_recoveries reached) refuses the whole tree at the gate, counted once
 // per conversation however often the client retries, until Resume is clicked
 // in the page; then the gate lets the tree through again.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AdminEnv, startAdminEnv } from "../helpers/admin-browser.ts";
+import { describe, expect, it } from "vitest";
+import { type Json, useAdminEnv } from "../helpers/admin-browser.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
@@ -18,44 +17,22 @@ const ROOT = "ses_modes_root";
 const WORKER = "ses_modes_worker";
 const UNWATCHED = "ses_modes_nopl";
 
-// biome-ignore lint/suspicious/noExplicitAny: raw API JSON
-type Json = any;
-
 describe("auto_recover in the admin page (real Chromium, real gate)", () => {
-  let env: AdminEnv;
-  let tmp: string;
+  const env = useAdminEnv(TOKEN, "watchdog:\n  enabled: false\nprogress:\n  mode: auto_recover\n", {
+    reply: "running again",
+  });
   const srv = () => env.srv;
 
-  const api = (method: string, path: string, body?: unknown): Promise<Json> => env.api(method, path, body);
+  const api = env.api;
   const chat = async (session: string, parent: string | null) => {
-    const res = await fetch(`${srv().url}/v1/chat/completions`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-router-conversation": session,
-        ...(parent ? { "x-router-parent": parent } : {}),
-      },
-      body: JSON.stringify({ model: "scripted", messages: [{ role: "user", content: "go" }] }),
+    const { res, body } = await env.chat({
+      "x-router-conversation": session,
+      ...(parent ? { "x-router-parent": parent } : {}),
     });
-    return { status: res.status, body: (await res.json()) as Json };
+    return { status: res.status, body: body as Json };
   };
   const counter = async (name: string) =>
     Number(new RegExp(`^${name} (\\d+)$`, "m").exec(await (await fetch(`${srv().url}/metrics`)).text())?.[1]);
-
-  beforeAll(async () => {
-    tmp = mkdtempSync(join(tmpdir(), "stallguard-admin-modes-"));
-    env = await startAdminEnv({
-      tmp,
-      token: TOKEN,
-      localYaml: "watchdog:\n  enabled: false\nprogress:\n  mode: auto_recover\n",
-      reply: "running again",
-    });
-  });
-
-  afterAll(async () => {
-    await env?.close();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
 
   it("marks what the mode cannot act on; a hard stop holds the tree until Resume is clicked", async () => {
     const t0 = Date.now() - 60_000;

@@ -3,55 +3,31 @@
 // with its trip and evidence (sessions, verdicts, rates, window); the breaker
 // knobs have controls, the fallbacks record is edited on the page and the gate
 // then routes to the fallback; Resume closes the breaker.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { stallTransition } from "../../router-ext/breaker/testing.ts";
-import { type AdminEnv, startAdminEnv } from "../helpers/admin-browser.ts";
+import { type Json, useAdminEnv } from "../helpers/admin-browser.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const TOKEN = "breaker-admin-e2e-token-0123";
 const LOOPY = "lab/loopy";
 const STEADY = "lab/steady";
 
-// biome-ignore lint/suspicious/noExplicitAny: raw API JSON
-type Json = any;
-
 describe("admin page: model breaker (real Chromium, real server)", () => {
-  let env: AdminEnv;
-  let tmp: string;
-  const srv = () => env.srv;
+  const env = useAdminEnv(TOKEN, "watchdog:\n  enabled: false\n", {
+    reply: "ok",
+    viewport: { width: 1600, height: 1000 },
+  });
 
-  const api = (method: string, path: string, body?: unknown): Promise<Json> => env.api(method, path, body);
+  const api = env.api;
 
   const chat = async (m: string, session: string) => {
-    const res = await fetch(`${srv().url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-router-conversation": session },
-      body: JSON.stringify({ model: m, messages: [{ role: "user", content: "go" }] }),
-    });
-    await res.text();
+    const { res } = await env.chat({ "x-router-conversation": session }, m);
     expect(res.status).toBe(200);
     return res.headers.get("x-stallguard-breaker");
   };
-
-  beforeAll(async () => {
-    tmp = mkdtempSync(join(tmpdir(), "stallguard-breaker-admin-"));
-    env = await startAdminEnv({
-      tmp,
-      token: TOKEN,
-      localYaml: "watchdog:\n  enabled: false\n",
-      reply: "ok",
-      viewport: { width: 1600, height: 1000 },
-    });
-  });
-
-  afterAll(async () => {
-    await env?.close();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
 
   it("shows the trip with its evidence, edits the fallbacks knob, and Resume closes it", async () => {
     // Four trees on each model; three of lab/loopy's loop. No fallback yet: advisory.

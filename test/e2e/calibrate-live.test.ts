@@ -54,11 +54,9 @@ function sessionsOf(r: CliResult): Map<string, Session> {
 
 describe("calibrate on sessions the real opencode binary just recorded", () => {
   const router = scriptRouter();
-  let model: ModelServer;
-  let oc: OpencodeServer;
-  let tmp: string;
-  let loop: Recorded;
-  let healthy: Recorded;
+  // The fake model and opencode, and the two sessions recorded once for every test.
+  let model: ModelServer, oc: OpencodeServer, tmp: string;
+  let loop: Recorded, healthy: Recorded;
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "stallguard-cal-e2e-"));

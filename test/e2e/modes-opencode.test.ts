@@ -26,10 +26,7 @@ type Msg = {
 
 describe("modes in real opencode", () => {
   const router = scriptRouter();
-  let stack: PluginStack;
-  let model: ModelServer;
-  let srv: RunningServer;
-  let oc: OpencodeServer;
+  let stack: PluginStack, model: ModelServer, srv: RunningServer, oc: OpencodeServer;
   const auth = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
   const setKnob = async (path: string, value: unknown) => {
     const res = await fetch(`${srv.url}/api/knobs`, {

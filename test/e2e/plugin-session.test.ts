@@ -7,7 +7,6 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Receiver, startReceiver } from "../../plugin/_test-receiver.ts";
 import type { ProgressMessage, Transition } from "../../shared/index.ts";
@@ -19,9 +18,8 @@ import {
   startModelServer,
   steps,
 } from "../helpers/model-server.ts";
-import { type EventStream, type OpencodeServer, startOpencode } from "../helpers/opencode.ts";
+import { type EventStream, type OpencodeServer, REPO, startOpencode } from "../helpers/opencode.ts";
 
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
 const VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
 const TOKEN = "test-token-0123";
@@ -59,10 +57,7 @@ function toolParts(msgs: Array<{ parts: Part[] }>): Part[] {
 
 describe("stallguard plugin in real opencode", () => {
   const router = scriptRouter();
-  let model: ModelServer;
-  let receiver: Receiver;
-  let oc: OpencodeServer;
-  let events: EventStream;
+  let model: ModelServer, receiver: Receiver, oc: OpencodeServer, events: EventStream;
 
   const transitionsFor = (sessionId: string): Transition[] =>
     receiver.messages.filter((m): m is Transition => m.type === "transition" && m.session_id === sessionId);

@@ -4,94 +4,40 @@
 // restart), warn-mode alerts through a real webhook channel, and hostile
 // input that must leave the server up and the database unchanged.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import type { Transition, WireSignals } from "../../shared/index.ts";
+import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { signals as wireSignals, transition as wireTransition } from "../helpers/wire-fixtures.ts";
 
 const ADMIN = "admin-token-for-tests";
 const PLUGIN = "plugin-token-for-tests";
 
-const signals = (over: Partial<WireSignals> = {}): WireSignals => ({
-  calls: 30,
-  landed: 0,
-  turns: 12,
-  turns_since_landed: 12,
-  calls_since_landed: 30,
-  usd_since_landed: 0.42,
-  usd_total: 0.42,
-  dup_share: 0.5,
-  ndup_share: 0.5,
-  fail_streak: 0,
-  context_tokens: 52_000,
-  max_context_tokens: 52_000,
-  novelty: 0.1,
-  injected_since_landed: 0,
-  flip_flops: 0,
-  compactions: 0,
-  read_only: false,
-  last_landed_at: null,
-  ...over,
-});
+const signals = (over: Partial<WireSignals> = {}): WireSignals =>
+  wireSignals({
+    calls: 30,
+    calls_since_landed: 30,
+    dup_share: 0.5,
+    ndup_share: 0.5,
+    context_tokens: 52_000,
+    max_context_tokens: 52_000,
+    ...over,
+  });
 
 function transition(over: Partial<Transition> = {}): Transition {
   const session = over.session_id ?? "ses_worker";
   const at = over.at ?? 1_700_000_000_000;
-  return {
-    type: "transition",
-    id: `p:${session}:${at}:${(over.previous ?? "ok")[0]}${(over.verdict ?? "stalling")[0]}`,
-    source: "plugin",
-    session_id: session,
-    parent_id: "ses_root",
-    root_id: "ses_root",
-    agent: "build",
-    verdict: "stalling",
-    previous: "ok",
+  return wireTransition(session, "ses_root", "build", over.previous ?? "ok", over.verdict ?? "stalling", at, {
     reason: "duplicates",
     signals: signals(),
     top_target: "read src/navbar.js",
     top_target_count: 9,
     report: "[stallguard] read src/navbar.js x9, 0 landed",
-    at,
-    plugin_version: "0.1.0",
     ...over,
-  };
-}
-
-interface Hook {
-  url: string;
-  bodies: unknown[];
-  close(): Promise<void>;
-}
-
-/** A real webhook receiver for the notifier's json channel. */
-async function startHook(): Promise<Hook> {
-  const bodies: unknown[] = [];
-  const srv: Server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => {
-      raw += c.toString("utf8");
-    });
-    req.on("end", () => {
-      try {
-        bodies.push(JSON.parse(raw));
-      } catch {
-        bodies.push(raw);
-      }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
   });
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const port = (srv.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/hook`,
-    bodies,
-    close: () => new Promise<void>((r) => srv.close(() => r())),
-  };
 }
 
 async function until<T>(fn: () => T | undefined, ms = 5000): Promise<T> {
@@ -144,20 +90,7 @@ describe("router extension API", () => {
     hook = await startHook();
     writeFileSync(
       configPath,
-      [
-        "watchdog:",
-        "  enabled: false",
-        "notifications:",
-        "  channels:",
-        "    - name: hook",
-        "      type: webhook",
-        "      format: json",
-        `      url: ${hook.url}`,
-        "      min_severity: warning",
-        "      quiet_window: 0s",
-        "      rate_limit: { count: 100, per: 1h }",
-        "",
-      ].join("\n"),
+      webhookConfig(hook.url, ["quiet_window: 0s", "rate_limit: { count: 100, per: 1h }"]),
     );
     srv = await start();
   });

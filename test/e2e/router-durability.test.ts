@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Transition } from "../../shared/index.ts";
 import { freePort } from "../helpers/free-port.ts";
+import { signals, transition as wireTransition } from "../helpers/wire-fixtures.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ADMIN = "durability-admin-token";
@@ -76,20 +77,10 @@ async function spawnServe(dir: string, db: string, config: string): Promise<Chil
 }
 
 function transition(session: string, at: number): Transition {
-  return {
-    type: "transition",
-    id: `p:${session}:${at}:os`,
-    source: "plugin",
-    session_id: session,
-    parent_id: "ses_root",
-    root_id: "ses_root",
-    agent: "build",
-    verdict: "stalling",
-    previous: "ok",
+  return wireTransition(session, "ses_root", "build", "ok", "stalling", at, {
     reason: "duplicates",
-    signals: {
+    signals: signals({
       calls: 20,
-      landed: 0,
       turns: 8,
       turns_since_landed: 8,
       calls_since_landed: 20,
@@ -97,22 +88,13 @@ function transition(session: string, at: number): Transition {
       usd_total: 0.1,
       dup_share: 0.5,
       ndup_share: 0.5,
-      fail_streak: 0,
       context_tokens: 1000,
       max_context_tokens: 1000,
       novelty: 0.2,
-      injected_since_landed: 0,
-      flip_flops: 0,
-      compactions: 0,
-      read_only: false,
-      last_landed_at: null,
-    },
+    }),
     top_target: "read a.ts",
     top_target_count: 6,
-    report: "",
-    at,
-    plugin_version: "0.1.0",
-  };
+  });
 }
 
 const stopChild = (c: Child | undefined) =>

@@ -26,10 +26,7 @@ const read = (filePath: string): ModelReply => ({
 
 describe("router extension with real opencode and the plugin", () => {
   const router = scriptRouter();
-  let stack: PluginStack;
-  let model: ModelServer;
-  let srv: RunningServer;
-  let oc: OpencodeServer;
+  let stack: PluginStack, model: ModelServer, srv: RunningServer, oc: OpencodeServer;
   const auth = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
   const row = async (id: string) =>
     (

@@ -24,6 +24,7 @@ import {
 } from "../../shared/index.ts";
 import { desktopToolsMissing, startSessionBus } from "../helpers/dbus.ts";
 import { freePort } from "../helpers/free-port.ts";
+import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 import { type ModelServer, scriptRouter, startModelServer, steps } from "../helpers/model-server.ts";
 import { type OpencodeServer, startOpencode } from "../helpers/opencode.ts";
 
@@ -117,33 +118,6 @@ async function startFakeOllama(): Promise<{ url: string; calls: string[]; close(
   };
 }
 
-interface Hook {
-  url: string;
-  bodies: Array<Record<string, unknown>>;
-  close(): Promise<void>;
-}
-
-/** A webhook receiver for the real router's notifier (json format). */
-async function startHook(): Promise<Hook> {
-  const bodies: Array<Record<string, unknown>> = [];
-  const srv = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => {
-      raw += c.toString("utf8");
-    });
-    req.on("end", () => {
-      bodies.push(JSON.parse(raw) as Record<string, unknown>);
-      res.writeHead(200).end("ok");
-    });
-  });
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/hook`,
-    bodies,
-    close: () => new Promise((resolve) => srv.close(() => resolve())),
-  };
-}
-
 async function until(pred: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!pred()) {
@@ -226,21 +200,7 @@ describe("watchdog tick against real opencode (no plugin)", () => {
     // The real router extension, with a webhook channel standing in for the operator's pager.
     hook = await startHook();
     const local = join(tmp, "router.yaml");
-    writeFileSync(
-      local,
-      [
-        "watchdog:",
-        "  enabled: false",
-        "notifications:",
-        "  channels:",
-        "    - name: hook",
-        "      type: webhook",
-        "      format: json",
-        `      url: ${hook.url}`,
-        "      min_severity: warning",
-        "",
-      ].join("\n"),
-    );
+    writeFileSync(local, webhookConfig(hook.url));
     srv = await startServer({
       port: 0,
       dbPath: join(tmp, "router", "stallguard.db"),

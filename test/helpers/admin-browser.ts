@@ -2,12 +2,16 @@
 // config and database, a scripted upstream behind its gate, and headless
 // Chromium (Debian's /usr/bin/chromium via playwright-core, the flags
 // ../shared/spec/test-facts.md found to work here).
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import { type ModelServer, startModelServer } from "./model-server.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: raw API JSON
+export type Json = any;
 
 export interface AdminEnv {
   srv: RunningServer;
@@ -19,6 +23,9 @@ export interface AdminEnv {
   /** An admin API call with the token; asserts a 200 and returns the JSON. */
   // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
   api(method: string, path: string, body?: unknown): Promise<any>;
+  /** One chat request through the gate with these headers (identity, model); the answer read whole. */
+  // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
+  chat(headers: Record<string, string>, model?: string): Promise<{ res: Response; body: any }>;
   close(): Promise<void>;
 }
 
@@ -83,10 +90,62 @@ export async function startAdminEnv(opts: {
       expect(res.status, `${method} ${path}`).toBe(200);
       return res.json();
     },
+    async chat(headers: Record<string, string>, model = "scripted") {
+      const res = await fetch(`${srv.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "go" }] }),
+      });
+      const text = await res.text();
+      return { res, body: text ? JSON.parse(text) : null };
+    },
     async close() {
       await context.close();
       await srv.close();
       await model.close();
     },
+  };
+}
+
+/**
+ * The file's admin environment (router config `localYaml`, admin `token`):
+ * started before its tests, stopped and removed after them.
+ */
+export function useAdminEnv(
+  token: string,
+  localYaml: string,
+  opts: Omit<Parameters<typeof startAdminEnv>[0], "tmp" | "token" | "localYaml"> = {},
+): AdminEnv {
+  let env: AdminEnv | undefined;
+  let tmp = "";
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "stallguard-admin-"));
+    env = await startAdminEnv({ ...opts, token, localYaml, tmp });
+  });
+  afterAll(async () => {
+    await env?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+  const live = (): AdminEnv => {
+    if (!env) throw new Error("the admin environment has not started");
+    return env;
+  };
+  return {
+    get srv() {
+      return live().srv;
+    },
+    get model() {
+      return live().model;
+    },
+    get context() {
+      return live().context;
+    },
+    get problems() {
+      return live().problems;
+    },
+    openPage: (fragment) => live().openPage(fragment),
+    api: (method, path, body) => live().api(method, path, body),
+    chat: (headers, model) => live().chat(headers, model),
+    close: () => live().close(),
   };
 }

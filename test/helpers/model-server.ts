@@ -2,6 +2,7 @@
 // offline. Every request is recorded; the test's script decides each answer.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { readBody } from "./hook.ts";
 
 export interface ModelRequest {
   /** 0-based arrival order over all requests. */
@@ -143,15 +144,6 @@ async function chooseReply(ctx: Ctx, mreq: ModelRequest): Promise<ModelReply> {
     const message = `script error: ${(err as Error).message}`;
     return { kind: "http", status: 400, body: { error: { message, type: "invalid_request_error" } } };
   }
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }
 
 function parseJson(raw: string): unknown {

@@ -16,8 +16,9 @@ import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "./free-port.ts";
 
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
-const BIN = join(REPO, "node_modules", ".bin", "opencode");
+/** The checkout, and the pinned opencode binary in its node_modules. */
+export const REPO = fileURLToPath(new URL("../..", import.meta.url));
+export const OPENCODE_BIN = join(REPO, "node_modules", ".bin", "opencode");
 const PLUGIN_PKG = join(REPO, "node_modules", "@opencode-ai", "plugin");
 export const PROVIDER_ID = "fake";
 export const MODEL_ID = "loop";
@@ -260,7 +261,7 @@ const MAX_LOG = 1024 * 1024;
 
 function spawnGroup(args: string[], ws: Workspace): Child {
   // detached = own process group, so one kill reaches opencode and its tool subprocesses.
-  const proc = spawn(BIN, args, {
+  const proc = spawn(OPENCODE_BIN, args, {
     cwd: ws.projectDir,
     env: ws.env,
     detached: true,

@@ -5,13 +5,13 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runCommand } from "citty";
-import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { listFlag } from "../../router-ext/calibrate/args.ts";
 import { expandGlob, exportFiles, globRegex } from "../../router-ext/calibrate/export-paths.ts";
 import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
 import { loadExports } from "../../router-ext/calibrate/sources.ts";
-import calibrate from "../../router-ext/cli/calibrate.ts";
+import type { CliIo } from "../../router-ext/cli/io.ts";
+import { run as runCli } from "../../router-ext/cli/run.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
@@ -121,43 +121,43 @@ describe("the command line", () => {
     expect(listFlag([], "export", [], undefined)).toEqual({ values: [], stray: [] });
   });
 
-  describe("stallguard calibrate (citty, in-process)", () => {
-    let out = "";
-    let err = "";
-    beforeAll(() => {
-      vi.spyOn(process.stdout, "write").mockImplementation((s) => {
-        out += String(s);
-        return true;
-      });
-      vi.spyOn(process.stderr, "write").mockImplementation((s) => {
-        err += String(s);
-        return true;
-      });
-    });
-    afterEach(() => {
-      out = "";
-      err = "";
-      process.exitCode = undefined;
-    });
-    afterAll(() => vi.restoreAllMocks());
+  describe("stallguard calibrate (the CLI called with argv)", () => {
+    const call = async (argv: string[]) => {
+      let out = "";
+      let err = "";
+      const io: CliIo = {
+        stdout: { write: (x: string) => (out += x) },
+        stderr: { write: (x: string) => (err += x) },
+        env: {},
+        now: Date.now,
+        stopped: new Promise(() => undefined),
+      };
+      const code = await runCli(["calibrate", ...argv], io);
+      return { code, out, err };
+    };
 
     test("--export a.json b.json dir/ reads all of them (not only the first)", async () => {
-      await runCommand(calibrate, {
-        rawArgs: ["--export", join(b, "edit-test.json"), join(b, "sliced-read.json"), a, "--json", "--quiet"],
-      });
-      expect(process.exitCode ?? 0, err).toBe(0);
-      const doc = JSON.parse(out) as { sessions: Array<{ id: string }>; audit: { sets: unknown[] } };
-      expect(doc.sessions.map((s) => s.id).sort()).toEqual(
+      const r = await call([
+        "--export",
+        join(b, "edit-test.json"),
+        join(b, "sliced-read.json"),
+        a,
+        "--json",
+        "--quiet",
+      ]);
+      expect(r.code, r.err).toBe(0);
+      const doc = JSON.parse(r.out) as { sessions: Array<{ id: string }>; audit: { sets: unknown[] } };
+      expect(doc.sessions.map((x) => x.id).sort()).toEqual(
         [idOf("edit-test"), idOf("sliced-read"), idOf("read-loop"), idOf("bash-retry-loop")].sort(),
       );
       expect(doc.audit.sets).toHaveLength(1);
     });
 
     test("a word that follows no --export is refused (exit 2), not dropped", async () => {
-      await runCommand(calibrate, { rawArgs: ["--export", a, "--json", join(b, "edit-test.json")] });
-      expect(process.exitCode).toBe(2);
-      expect(err).toContain(`unexpected argument(s): ${join(b, "edit-test.json")}`);
-      expect(out).toBe("");
+      const r = await call(["--export", a, "--json", join(b, "edit-test.json")]);
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(`unexpected argument(s): ${join(b, "edit-test.json")}`);
+      expect(r.out).toBe("");
     });
   });
 });

@@ -284,7 +284,14 @@ function compactingSession(): SourceSession {
     msg("user", [{ type: "text", text: "[SYSTEM DIRECTIVE: OH-MY-OPENCODE - TODO CONTINUATION]" }]),
   );
   for (let i = 0; i < 3; i++) messages.push(read("nav.js"));
-  return { id: "ses_compacting", parentId: null, directory: "/p", messages, updated: t, title: "compactions" };
+  return {
+    id: "ses_compacting",
+    parentId: null,
+    directory: "/p",
+    messages,
+    updated: t,
+    title: "compactions",
+  };
 }
 
 function sources(): Array<{ name: string; sessions: SourceSession[] }> {

@@ -1,5 +1,6 @@
 // Groups session rows into trees: the root first, then each child under its
 // parent, depth-first. Pure, so it is unit-tested without a browser.
+import { depthFirst } from "../../../shared/session-tree.ts";
 
 export interface TreeNode {
   session_id: string;
@@ -19,7 +20,11 @@ export interface Tree<R> {
   rows: TreeRow<R>[];
 }
 
-/** Trees in first-seen order; within a tree, siblings keep their input order. Cycles are cut. */
+/**
+ * Trees in first-seen order of their root id; within a tree, the shared
+ * depth-first order (shared/session-tree.ts), so the page cuts a parent cycle
+ * where the replay does.
+ */
 export function groupTrees<R extends TreeNode>(rows: readonly R[]): Tree<R>[] {
   const byRoot = new Map<string, R[]>();
   for (const r of rows) {
@@ -27,38 +32,14 @@ export function groupTrees<R extends TreeNode>(rows: readonly R[]): Tree<R>[] {
     if (list) list.push(r);
     else byRoot.set(r.root_id, [r]);
   }
-  const trees: Tree<R>[] = [];
-  for (const [rootId, members] of byRoot) {
-    const ids = new Set(members.map((m) => m.session_id));
-    const children = new Map<string, R[]>();
-    const tops: R[] = [];
-    const root = members.find((m) => m.session_id === rootId);
-    for (const m of members) {
-      if (m === root) continue;
-      const parent =
-        m.parent_id !== null && m.parent_id !== m.session_id && ids.has(m.parent_id) ? m.parent_id : null;
-      if (parent === null) tops.push(m);
-      else {
-        const list = children.get(parent);
-        if (list) list.push(m);
-        else children.set(parent, [m]);
-      }
-    }
-    const out: TreeRow<R>[] = [];
-    const seen = new Set<string>();
-    const walk = (r: R, depth: number) => {
-      if (seen.has(r.session_id)) return;
-      seen.add(r.session_id);
-      out.push({ row: r, depth });
-      for (const c of children.get(r.session_id) ?? []) walk(c, depth + 1);
-    };
-    if (root) walk(root, 0);
-    for (const t of tops) walk(t, root ? 1 : 0);
-    // Rows only reachable through a cycle (a -> b -> a): show them rather than drop them.
-    for (const m of members) walk(m, root ? 1 : 0);
-    trees.push({ rootId, rootPresent: root !== undefined, rows: out });
-  }
-  return trees;
+  return [...byRoot].map(([rootId, members]) => ({
+    rootId,
+    rootPresent: members.some((m) => m.session_id === rootId),
+    rows: depthFirst(
+      members.map((row) => ({ id: row.session_id, parentId: row.parent_id, row })),
+      rootId,
+    ).map(({ node, depth }) => ({ row: node.row, depth })),
+  }));
 }
 
 const VERDICT_RANK: Record<string, number> = { looping: 2, stalling: 1 };

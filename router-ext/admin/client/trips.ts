@@ -2,60 +2,19 @@
 // window rates and a Resume button, then every recorded trip with its evidence
 // (sessions, verdicts, rates, window). Reads GET /api/breaker; Resume posts
 // /api/breaker/:model/resume. The section is added to the page by this module.
-import * as z from "zod/mini";
 import { formatDuration } from "../../../shared/duration.ts";
+import {
+  type BreakerModelView,
+  type BreakerTripView,
+  breakerModelSchema,
+  breakerTripSchema,
+  parseRows,
+} from "../../api/schemas.ts";
 import { type Api, ApiError } from "./api.ts";
 import { button, h, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
-import { parseRows } from "./schemas.ts";
 
 const REFRESH_MS = 3000;
-
-const str = z._default(z.nullable(z.string()), null);
-const num = z._default(z.nullable(z.number()), null);
-
-export const breakerModelSchema = z.object({
-  model: z.string(),
-  phase: z._default(z.string(), "closed"),
-  trips: z._default(z.number(), 0),
-  until: num,
-  probe_until: num,
-  resumed_by: str,
-  resumed_at: num,
-  fallback: str,
-  served_trees: num,
-  stalled_trees: num,
-  rate: num,
-  others_rate: num,
-  ratio: num,
-});
-export type BreakerModel = z.infer<typeof breakerModelSchema>;
-
-export const breakerTripSchema = z.object({
-  seq: z.number(),
-  model: z.string(),
-  at: z.number(),
-  previous: z._default(z.string(), "closed"),
-  trips: z._default(z.number(), 1),
-  cooldown_ms: z._default(z.number(), 0),
-  until: num,
-  window_ms: z._default(z.number(), 0),
-  min_sessions: num,
-  rate_ratio: num,
-  served_trees: z._default(z.number(), 0),
-  stalled_trees: z._default(z.number(), 0),
-  rate: z._default(z.number(), 0),
-  others_served: z._default(z.number(), 0),
-  others_stalled: z._default(z.number(), 0),
-  others_rate: z._default(z.number(), 0),
-  ratio: z._default(z.number(), 0),
-  fallback: str,
-  evidence: z._default(
-    z.array(z.object({ session_id: z.string(), root_id: str, verdict: z.string(), at: num })),
-    [],
-  ),
-});
-export type BreakerTrip = z.infer<typeof breakerTripSchema>;
 
 const fix = (n: number | null) => (n === null ? "-" : String(Math.round(n * 1000) / 1000));
 const dur = (ms: number | null | undefined) => (typeof ms === "number" && ms > 0 ? formatDuration(ms) : "-");
@@ -76,7 +35,7 @@ function table(cols: string[], rows: HTMLElement[], empty: string, cls: string):
 
 export function renderBreaker(
   root: HTMLElement,
-  body: { enabled: boolean; models: BreakerModel[]; trips: BreakerTrip[]; problems: string[] },
+  body: { enabled: boolean; models: BreakerModelView[]; trips: BreakerTripView[]; problems: string[] },
   now: number,
   resume: (model: string) => Promise<void>,
 ): void {

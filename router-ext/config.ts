@@ -1,0 +1,62 @@
+// The config as the router's commands see it: shared/config-files.ts
+// loadConfigLayers with the admin overrides stored in the router's database
+// (server.db, else the default path), so a knob changed in the admin page
+// reaches the watchdog's timer ticks and calibration too. A database that does
+// not exist yet is simply no overrides; one that cannot be read is logged.
+import { existsSync } from "node:fs";
+import Database from "better-sqlite3";
+import {
+  type ConfigLayer,
+  type LoadedConfig,
+  loadConfigLayers,
+  type Override,
+} from "../shared/config-files.ts";
+import { defaultDbPath } from "./db/open.ts";
+
+/** The overrides in the database at `path`, read-only (the file is neither created nor migrated). */
+export function storedOverrides(path: string | null, log?: (line: string) => void): Override[] {
+  if (!path || !existsSync(path)) return [];
+  try {
+    const db = new Database(path, { readonly: true, fileMustExist: true });
+    try {
+      const rows = db.prepare("SELECT path, value FROM knob_overrides ORDER BY path").all() as Array<{
+        path: string;
+        value: string;
+      }>;
+      return rows.map((r) => ({ path: r.path, value: JSON.parse(r.value) as unknown }));
+    } finally {
+      db.close();
+    }
+  } catch (err) {
+    log?.(`admin overrides not read from ${path}: ${(err as Error).message}`);
+    return [];
+  }
+}
+
+export interface RouterConfigOptions {
+  configPath?: string | null;
+  /** The router's database; default: server.db from the files, else the default path. null: none. */
+  dbPath?: string | null;
+  env?: NodeJS.ProcessEnv;
+  root?: string | null;
+  last?: readonly ConfigLayer[];
+  log?: (line: string) => void;
+}
+
+/** Files, then the stored admin overrides; throws ConfigError for a bad file. */
+export function loadRouterConfig(opts: RouterConfigOptions = {}): LoadedConfig {
+  const files = loadConfigLayers({ root: opts.root, configPath: opts.configPath, last: opts.last });
+  const dbPath =
+    opts.dbPath === undefined
+      ? (files.config.server.db ?? defaultDbPath(opts.env ?? process.env))
+      : opts.dbPath;
+  const overrides = storedOverrides(dbPath, opts.log);
+  if (overrides.length === 0) return files;
+  return loadConfigLayers({
+    root: opts.root,
+    configPath: opts.configPath,
+    last: opts.last,
+    overrides,
+    log: opts.log,
+  });
+}

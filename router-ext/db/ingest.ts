@@ -1,0 +1,152 @@
+// One POST /progress body into the tables, inside the caller's transaction:
+// transitions (identity, history, flags, the plan's mode state, effects and
+// directives, the verdict and the reporter's numbers), heartbeats, directive
+// results and watchdog ticks, then the open directives for the plugin that
+// reported. A kill -9 anywhere leaves all of it or none of it.
+import type { Directive, Heartbeat, ProgressMessage, Transition } from "../../shared/index.ts";
+import type { TransitionContext, TransitionPlan } from "../modes/plan.ts";
+import type { ModesStore } from "../modes/store.ts";
+import type { Tables } from "./open-tables.ts";
+
+/** Plans a fresh transition from what the store knows (router-ext/modes/plan.ts, with the live knobs). */
+export type PlanFn = (ctx: TransitionContext, t: Transition) => TransitionPlan;
+
+export interface IngestOptions {
+  now: number;
+  plan: PlanFn;
+  /** Directives older than this are not handed out again (default 1 h). */
+  directiveMaxAgeMs?: number;
+}
+
+export interface FreshTransition {
+  transition: Transition;
+  plan: TransitionPlan;
+}
+
+export interface IngestResult {
+  accepted: number;
+  duplicates: number;
+  /** Transitions stored for the first time, with what they caused. */
+  fresh: FreshTransition[];
+  /** Open directives for the sessions a plugin reported in this body (marked sent). */
+  directives: Directive[];
+}
+
+export function ingestMessages(
+  t: Tables,
+  modes: ModesStore,
+  messages: readonly ProgressMessage[],
+  opts: IngestOptions,
+): IngestResult {
+  const out: IngestResult = { accepted: 0, duplicates: 0, fresh: [], directives: [] };
+  const reported = new Set<string>();
+  for (const m of messages) {
+    if (m.type === "transition") {
+      const plan = applyTransition(t, modes, m, opts);
+      if (plan) {
+        out.accepted++;
+        out.fresh.push({ transition: m, plan });
+      } else out.duplicates++;
+      if (m.source === "plugin") reported.add(m.session_id).add(m.root_id);
+    } else if (m.type === "heartbeat") {
+      applyHeartbeat(t, modes, m, opts.now);
+      for (const s of m.sessions) reported.add(s.session_id).add(s.root_id);
+      out.accepted++;
+    } else if (m.type === "directive_result") {
+      modes.applyResult(m, opts.now);
+      out.accepted++;
+    } else {
+      t.ticks.insert(m, opts.now);
+      out.accepted++;
+    }
+  }
+  if (out.accepted > 0) t.counters.bump("progress_messages_total", out.accepted);
+  if (out.duplicates > 0) t.counters.bump("progress_duplicates_total", out.duplicates);
+  out.directives = modes.pendingFor(reported, { now: opts.now, maxAgeMs: opts.directiveMaxAgeMs });
+  return out;
+}
+
+/** Stores a transition and what its plan says; null for an id stored before. */
+function applyTransition(
+  t: Tables,
+  modes: ModesStore,
+  tr: Transition,
+  opts: IngestOptions,
+): TransitionPlan | null {
+  const { now } = opts;
+  if (!t.transitions.insert(tr, now)) return null;
+  const before = t.sessions.learn(
+    {
+      session_id: tr.session_id,
+      parent_id: tr.parent_id,
+      root_id: tr.root_id,
+      agent: tr.agent,
+      source: tr.source,
+      verdict: tr.verdict,
+    },
+    now,
+  );
+  if (tr.source === "plugin" && tr.plugin_version !== null)
+    t.sessions.pluginSeen(tr.session_id, tr.plugin_version, now);
+  const row = t.sessions.get(tr.session_id);
+  if (!row) throw new Error(`session ${tr.session_id} vanished inside its own transaction`);
+  const flagged = tr.previous === "ok" && tr.verdict !== "ok";
+  if (flagged) t.counters.bump(`warnings_total:${tr.verdict}`);
+  t.counters.bump(`transitions_total:${tr.source}`);
+  t.sessions.flag(tr.session_id, before?.worst ?? "ok", tr.verdict, flagged, now);
+  const plan = opts.plan({ tree: t.treeModes.get(row.root_id), pluginSeenAt: row.plugin_seen_at }, tr);
+  t.treeModes.set({ ...plan.state, rootId: row.root_id }, now);
+  modes.applyEffects(plan.effects, plan.directives, now);
+  // An older transition arriving late (a retry queue flush) joins the history
+  // and the counts but does not overwrite a newer verdict.
+  if (row.verdict_at === null || tr.at >= row.verdict_at) {
+    t.sessions.setVerdict({
+      session_id: tr.session_id,
+      verdict: tr.verdict,
+      reason: tr.reason,
+      report: tr.report.length > 0 ? tr.report : null,
+      at: tr.at,
+      top_target: tr.top_target,
+      top_target_count: tr.top_target_count,
+      source: tr.source,
+      stage: plan.stage,
+      cannot_act: plan.cannotAct,
+    });
+  }
+  t.sessions.setStats({
+    session_id: tr.session_id,
+    turns: tr.signals.turns_since_landed,
+    usd: tr.signals.usd_since_landed,
+    last_landed_at: tr.signals.last_landed_at,
+    context_tokens: tr.signals.context_tokens,
+    at: tr.at,
+  });
+  return plan;
+}
+
+function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number): void {
+  t.plugins.seen(h, now);
+  for (const s of h.sessions) {
+    t.sessions.learn(
+      {
+        session_id: s.session_id,
+        parent_id: s.parent_id,
+        root_id: s.root_id,
+        agent: s.agent,
+        source: "plugin",
+        verdict: s.verdict,
+      },
+      now,
+    );
+    t.sessions.pluginSeen(s.session_id, h.plugin_version, now);
+    if (s.verdict === "ok") modes.liftSession(s.session_id, "session ok", now);
+    t.sessions.setStats({
+      session_id: s.session_id,
+      turns: s.turns_since_landed,
+      usd: null,
+      last_landed_at: s.last_landed_at,
+      context_tokens: s.context_tokens,
+      at: h.at,
+    });
+  }
+}

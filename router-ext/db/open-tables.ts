@@ -1,0 +1,32 @@
+// The store's tables, one module each, all over one database handle.
+import type Database from "better-sqlite3";
+import { capsTable } from "./tables/caps.ts";
+import { countersTable } from "./tables/counters.ts";
+import { directivesTable } from "./tables/directives.ts";
+import { knobsTable } from "./tables/knobs.ts";
+import { pluginsTable } from "./tables/plugins.ts";
+import { refusalsTable } from "./tables/refusals.ts";
+import { refusedSessionsTable } from "./tables/refused-sessions.ts";
+import { requestsTable } from "./tables/requests.ts";
+import { sessionsTable } from "./tables/sessions.ts";
+import { ticksTable } from "./tables/ticks.ts";
+import { transitionsTable } from "./tables/transitions.ts";
+import { treeModesTable } from "./tables/tree-modes.ts";
+
+export function openTables(db: Database.Database) {
+  return {
+    caps: capsTable(db),
+    counters: countersTable(db),
+    directives: directivesTable(db),
+    knobs: knobsTable(db),
+    plugins: pluginsTable(db),
+    refusals: refusalsTable(db),
+    refusedSessions: refusedSessionsTable(db),
+    requests: requestsTable(db),
+    sessions: sessionsTable(db),
+    ticks: ticksTable(db),
+    transitions: transitionsTable(db),
+    treeModes: treeModesTable(db),
+  };
+}
+export type Tables = ReturnType<typeof openTables>;

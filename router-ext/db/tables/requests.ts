@@ -1,0 +1,40 @@
+// requests: one record per proxied (or refused) model request: counts, money
+// and timings, never a body. `conversation` is the session id the gate read
+// from X-Router-Conversation.
+import type Database from "better-sqlite3";
+import type { RequestRecord } from "../../gate/store.ts";
+
+export function requestsTable(db: Database.Database) {
+  const insert = db.prepare(
+    `INSERT INTO requests (conversation, root_id, agent, parent, model, status, prompt_tokens, completion_tokens,
+       cached_tokens, cost_usd, context_tokens, started_at, duration_ms, refused, plugin_version)
+     VALUES (@conversation, @root_id, @agent, @parent, @model, @status, @prompt_tokens, @completion_tokens,
+       @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version)`,
+  );
+  // The last measured context since the session's last compaction (the compaction's own request excluded).
+  const lastContext = db.prepare<[string, string], { tokens: number }>(
+    `SELECT context_tokens AS tokens FROM requests
+     WHERE conversation = ? AND refused = 0 AND context_tokens IS NOT NULL AND COALESCE(agent, '') <> 'compaction'
+       AND started_at > COALESCE((SELECT MAX(started_at) FROM requests WHERE conversation = ? AND agent = 'compaction'), -1)
+     ORDER BY started_at DESC, seq DESC LIMIT 1`,
+  );
+  const prune = db.prepare("DELETE FROM requests WHERE started_at < ?");
+  return {
+    insert(r: RequestRecord): void {
+      insert.run({
+        ...r,
+        refused: r.refused ? 1 : 0,
+        status: Math.trunc(r.status),
+        duration_ms: Math.max(0, Math.round(r.duration_ms)),
+        started_at: Math.round(r.started_at),
+      });
+    },
+    lastContext(sessionId: string): number | undefined {
+      return lastContext.get(sessionId, sessionId)?.tokens;
+    },
+    prune(cutoff: number): number {
+      return prune.run(cutoff).changes;
+    },
+  };
+}
+export type RequestsTable = ReturnType<typeof requestsTable>;

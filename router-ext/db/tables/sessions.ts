@@ -1,0 +1,224 @@
+// sessions: one row per session seen by a reporter or the gate: identity
+// (parent, root, agent), the current and worst verdict, the mode stage, and
+// the reporter's spend numbers. Ids, verdicts, counts and the deterministic
+// incident report only.
+import type Database from "better-sqlite3";
+import { VERDICT_RANK, type Verdict } from "../../../shared/types.ts";
+import type { RefusalState, SessionSource, SessionStage } from "../../api/schemas.ts";
+
+export interface SessionRow {
+  session_id: string;
+  parent_id: string | null;
+  root_id: string;
+  agent: string | null;
+  verdict: Verdict;
+  worst: Verdict;
+  flags: number;
+  stage: SessionStage;
+  cannot_act: string | null;
+  reason: string | null;
+  report: string | null;
+  verdict_at: number | null;
+  turns_since_landed: number;
+  usd_since_landed: number;
+  last_landed_at: number | null;
+  context_tokens: number;
+  stats_at: number | null;
+  top_target: string | null;
+  top_target_count: number;
+  source: SessionSource;
+  plugin_version: string | null;
+  plugin_seen_at: number | null;
+  first_seen_at: number;
+  last_seen_at: number;
+}
+
+/** A row with its refusals and the gate's spend since the session's last landed change. */
+export interface SessionListRow extends SessionRow {
+  tree_state: RefusalState | null;
+  tree_by: string | null;
+  tree_at: number | null;
+  sess_state: RefusalState | null;
+  sess_by: string | null;
+  sess_at: number | null;
+  g_requests: number;
+  g_turns: number;
+  g_usd: number;
+  g_ctx: number | null;
+}
+
+export interface Identity {
+  session_id: string;
+  parent_id: string | null;
+  /** The root as the reporter knows it; null: derive it from the parent. */
+  root_id: string | null;
+  agent: string | null;
+  source: SessionSource;
+  verdict?: Verdict;
+}
+
+export interface VerdictUpdate {
+  session_id: string;
+  verdict: Verdict;
+  reason: string | null;
+  report: string | null;
+  at: number;
+  top_target: string | null;
+  top_target_count: number;
+  source: SessionSource;
+  stage: SessionStage;
+  cannot_act: string | null;
+}
+
+export interface StatsUpdate {
+  session_id: string;
+  turns: number;
+  /** null keeps the stored figure (heartbeats carry no money). */
+  usd: number | null;
+  last_landed_at: number | null;
+  context_tokens: number;
+  at: number;
+}
+
+const worse = (a: Verdict, b: Verdict): Verdict => (VERDICT_RANK[b] > VERDICT_RANK[a] ? b : a);
+
+export function sessionsTable(db: Database.Database) {
+  const q = {
+    get: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
+    insert: db.prepare(
+      `INSERT INTO sessions (session_id, parent_id, root_id, agent, verdict, worst, source, first_seen_at, last_seen_at)
+       VALUES (@session_id, @parent_id, @root_id, @agent, @verdict, @verdict, @source, @now, @now)`,
+    ),
+    identity: db.prepare(
+      `UPDATE sessions SET parent_id = COALESCE(@parent_id, parent_id), root_id = @root_id,
+         agent = COALESCE(@agent, agent), last_seen_at = MAX(last_seen_at, @now) WHERE session_id = @session_id`,
+    ),
+    reroot: db.prepare("UPDATE sessions SET root_id = ? WHERE root_id = ? AND session_id <> ?"),
+    plugin: db.prepare(
+      `UPDATE sessions SET plugin_version = ?, plugin_seen_at = MAX(COALESCE(plugin_seen_at, 0), ?),
+         source = CASE WHEN source = 'gate' THEN 'plugin' ELSE source END
+       WHERE session_id = ?`,
+    ),
+    verdict: db.prepare(
+      `UPDATE sessions SET verdict = @verdict, reason = @reason, report = @report, verdict_at = @at,
+         top_target = @top_target, top_target_count = @top_target_count, source = @source, stage = @stage,
+         cannot_act = @cannot_act
+       WHERE session_id = @session_id`,
+    ),
+    flags: db.prepare(
+      "UPDATE sessions SET worst = @worst, flags = flags + @flag, last_seen_at = MAX(last_seen_at, @now) WHERE session_id = @session_id",
+    ),
+    stats: db.prepare(
+      `UPDATE sessions SET turns_since_landed = @turns, usd_since_landed = COALESCE(@usd, usd_since_landed),
+         last_landed_at = @last_landed_at, context_tokens = @context_tokens, stats_at = @at
+       WHERE session_id = @session_id AND COALESCE(stats_at, -1) <= @at`,
+    ),
+    touch: db.prepare("UPDATE sessions SET last_seen_at = MAX(last_seen_at, ?) WHERE session_id = ?"),
+    list: db.prepare<[number], SessionListRow>(
+      `SELECT s.*,
+         rt.state AS tree_state, rt.changed_by AS tree_by, rt.changed_at AS tree_at,
+         rs.state AS sess_state, rs.changed_by AS sess_by, rs.changed_at AS sess_at,
+         (SELECT COUNT(*) FROM requests q WHERE q.conversation = s.session_id) AS g_requests,
+         (SELECT COUNT(*) FROM requests q
+            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
+              AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_turns,
+         (SELECT TOTAL(q.cost_usd) FROM requests q
+            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
+              AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_usd,
+         (SELECT q.context_tokens FROM requests q WHERE q.conversation = s.session_id AND q.context_tokens IS NOT NULL AND q.refused = 0
+            ORDER BY q.started_at DESC LIMIT 1) AS g_ctx
+       FROM sessions s
+       LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
+       LEFT JOIN refusals rs ON rs.scope = 'session' AND rs.key = s.session_id
+       ORDER BY s.last_seen_at DESC LIMIT ?`,
+    ),
+    byVerdict: db.prepare<[], { verdict: Verdict; n: number }>(
+      "SELECT verdict, COUNT(*) AS n FROM sessions GROUP BY verdict",
+    ),
+    clearTreeStage: db.prepare("UPDATE sessions SET stage = 'none' WHERE root_id = ? AND stage = 'stopped'"),
+    clearStage: db.prepare("UPDATE sessions SET stage = 'none' WHERE session_id = ? AND stage = 'stopped'"),
+    prune: db.prepare(
+      `DELETE FROM sessions WHERE last_seen_at < @cutoff
+         AND root_id NOT IN (SELECT key FROM refusals WHERE scope = 'tree' AND state = 'stopped')
+         AND session_id NOT IN (SELECT key FROM refusals WHERE scope = 'session' AND state = 'stopped')`,
+    ),
+  };
+  return {
+    get(sessionId: string): SessionRow | undefined {
+      return q.get.get(sessionId);
+    },
+    rootOf(sessionId: string): string {
+      return q.get.get(sessionId)?.root_id ?? sessionId;
+    },
+    /**
+     * Inserts or updates a session's identity; returns the row as it was (undefined: new).
+     * When a session that was its own root learns a parent, every session filed
+     * under it moves to the new root, so a tree learnt bottom-up ends up under one root.
+     */
+    learn(id: Identity, now: number): SessionRow | undefined {
+      const existing = q.get.get(id.session_id);
+      const parentRoot =
+        id.parent_id !== null && id.parent_id !== id.session_id
+          ? (q.get.get(id.parent_id)?.root_id ?? id.parent_id)
+          : null;
+      const root = id.root_id ?? parentRoot ?? existing?.root_id ?? id.session_id;
+      if (!existing) {
+        q.insert.run({
+          session_id: id.session_id,
+          parent_id: id.parent_id,
+          root_id: root,
+          agent: id.agent,
+          verdict: id.verdict ?? "ok",
+          source: id.source,
+          now,
+        });
+        if (root !== id.session_id) q.reroot.run(root, id.session_id, id.session_id);
+        return undefined;
+      }
+      q.identity.run({
+        session_id: id.session_id,
+        parent_id: id.parent_id,
+        root_id: root,
+        agent: id.agent,
+        now,
+      });
+      if (root !== existing.root_id && root !== id.session_id)
+        q.reroot.run(root, id.session_id, id.session_id);
+      return existing;
+    },
+    /** A plugin reported the session (plugin_live reads plugin_seen_at). */
+    pluginSeen(sessionId: string, version: string, at: number): void {
+      q.plugin.run(version, at, sessionId);
+    },
+    setVerdict(u: VerdictUpdate): void {
+      q.verdict.run(u);
+    },
+    /** Counts a flag (ok -> stalling or looping) and keeps the worst verdict seen. */
+    flag(sessionId: string, was: Verdict, verdict: Verdict, flagged: boolean, now: number): void {
+      q.flags.run({ session_id: sessionId, worst: worse(was, verdict), flag: flagged ? 1 : 0, now });
+    },
+    /** The reporter's spend numbers; an older report than the stored one changes nothing. */
+    setStats(u: StatsUpdate): void {
+      q.stats.run(u);
+    },
+    touch(sessionId: string, at: number): void {
+      q.touch.run(at, sessionId);
+    },
+    list(limit: number): SessionListRow[] {
+      return q.list.all(limit);
+    },
+    countByVerdict(): Record<Verdict, number> {
+      const out: Record<Verdict, number> = { ok: 0, stalling: 0, looping: 0 };
+      for (const r of q.byVerdict.all()) out[r.verdict] = r.n;
+      return out;
+    },
+    /** A resumed tree (or session) no longer shows the hard stop's stage. */
+    clearStopped(scope: "tree" | "session", key: string): void {
+      (scope === "tree" ? q.clearTreeStage : q.clearStage).run(key);
+    },
+    prune(cutoff: number): number {
+      return q.prune.run({ cutoff }).changes;
+    },
+  };
+}
+export type SessionsTable = ReturnType<typeof sessionsTable>;

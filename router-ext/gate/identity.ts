@@ -1,0 +1,31 @@
+// Who is asking: the identity headers of a model request (ours first, then
+// opencode's own), each checked, so a malformed value counts as absent.
+import { z } from "zod";
+import type { GateIdentity } from "./store.ts";
+
+/** An identity header: printable ASCII without spaces, bounded. Anything else counts as absent. */
+export const headerValue = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/);
+
+function header(headers: Headers, ...names: string[]): string | null {
+  for (const name of names) {
+    const v = headers.get(name);
+    if (v === null) continue;
+    const ok = headerValue.safeParse(v.trim());
+    if (ok.success) return ok.data;
+  }
+  return null;
+}
+
+/** Identity from the request headers: ours first, then opencode's own. */
+export function identityFrom(headers: Headers): GateIdentity {
+  return {
+    conversation: header(headers, "x-router-conversation", "x-session-id"),
+    agent: header(headers, "x-router-agent"),
+    parent: header(headers, "x-router-parent", "x-parent-session-id"),
+    pluginVersion: header(headers, "x-stallguard-plugin"),
+  };
+}

@@ -1,0 +1,101 @@
+// How a response body is looked at on its way down: SSE lines scanned for
+// the usage chunk (hidden when the gate asked for it), JSON scanned once at
+// the end, anything else passed through.
+import { isUsageOnlyChunk, LineSplitter, type UsageTracker, usageLinePayload } from "./usage.ts";
+
+/** Largest non-streaming JSON answer scanned for usage; bigger ones pass through unscanned. */
+export const MAX_SCAN_BYTES = 8 * 1024 * 1024;
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** How a response body is looked at on its way through. */
+export interface BodyScanner {
+  /** Bytes to hand the client for this upstream chunk (may be the same array). */
+  chunk(value: Uint8Array): Uint8Array | null;
+  /** Bytes still held at the end of the stream. */
+  end(): Uint8Array | null;
+}
+
+export function sseScanner(tracker: UsageTracker, hideUsageChunk: boolean): BodyScanner {
+  const dec = new TextDecoder();
+  const lines = new LineSplitter();
+  if (!hideUsageChunk) {
+    // Pure pass-through: the client gets the upstream's bytes as they are.
+    return {
+      chunk(value) {
+        for (const line of lines.push(dec.decode(value, { stream: true }))) {
+          if (line.parseable) tracker.see(usageLinePayload(line.text));
+        }
+        return value;
+      },
+      end() {
+        const last = lines.push(dec.decode());
+        const tail = lines.flush();
+        for (const line of tail ? [...last, tail] : last) {
+          if (line.parseable) tracker.see(usageLinePayload(line.text));
+        }
+        return null;
+      },
+    };
+  }
+  // Line-framed: complete lines go out at once, the usage-only chunk the gate
+  // asked for is dropped, a partial line waits for its end (an SSE client cannot
+  // use half a line anyway).
+  const emit = (found: ReturnType<LineSplitter["push"]>): Uint8Array | null => {
+    let out = "";
+    for (const line of found) {
+      if (line.parseable) {
+        const payload = usageLinePayload(line.text);
+        if (payload !== undefined) {
+          tracker.see(payload);
+          if (isUsageOnlyChunk(payload)) continue;
+        }
+      }
+      out += line.text + line.eol;
+    }
+    return out ? encoder.encode(out) : null;
+  };
+  return {
+    chunk: (value) => emit(lines.push(dec.decode(value, { stream: true }))),
+    end() {
+      const found = lines.push(dec.decode());
+      const tail = lines.flush();
+      return emit(tail ? [...found, tail] : found);
+    },
+  };
+}
+
+export function jsonScanner(tracker: UsageTracker): BodyScanner {
+  let parts: Uint8Array[] | null = [];
+  let total = 0;
+  return {
+    chunk(value) {
+      if (parts) {
+        total += value.byteLength;
+        if (total > MAX_SCAN_BYTES) parts = null;
+        else parts.push(value);
+      }
+      return value;
+    },
+    end() {
+      if (parts && total > 0) {
+        const all = new Uint8Array(total);
+        let at = 0;
+        for (const p of parts) {
+          all.set(p, at);
+          at += p.byteLength;
+        }
+        try {
+          tracker.see(JSON.parse(decoder.decode(all)));
+        } catch {
+          // not JSON after all: no usage
+        }
+      }
+      parts = null;
+      return null;
+    },
+  };
+}
+
+export const passScanner: BodyScanner = { chunk: (v) => v, end: () => null };

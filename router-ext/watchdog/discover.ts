@@ -1,0 +1,139 @@
+// What a tick can see: the opencode servers that answer, the sessions active
+// since the last tick, and their whole trees (walked up to each root, then
+// down through its children) with their messages. I/O only; judging is
+// judge.ts.
+import type { StoredMessage } from "../../shared/index.ts";
+import { type ApiSession, OpencodeApi, ShapeError } from "./opencode-api.ts";
+import { collectServers, probeServer } from "./servers.ts";
+
+const LIST_LIMIT = 500;
+const MAX_SESSIONS = 500;
+export const MAX_TREE = 200;
+const MAX_DEPTH = 16;
+
+export type WatchedTree = Array<{ session: ApiSession; messages: StoredMessage[] }>;
+
+/** One tick's view of opencode. */
+export interface Seen {
+  /** Servers named by the registry, the config and the flags. */
+  known: number;
+  /** Servers that answered the probe. */
+  servers: number;
+  /** Answering servers that listed their sessions. */
+  listed: number;
+  trees: WatchedTree[];
+  /** opencode answered in a shape the watchdog does not understand. */
+  shapeErrors: string[];
+  /** Session lists that failed (HTTP errors, timeouts). */
+  apiErrors: string[];
+  /** Trees that could not be read whole. */
+  treeFailures: number;
+  /** More sessions were active than one tick reads. */
+  truncated: boolean;
+}
+
+export interface DiscoverOptions {
+  registry: readonly string[];
+  configServers: readonly string[];
+  flagServers: readonly string[];
+  /** Epoch ms: sessions updated since then are active. */
+  since: number;
+  timeoutMs: number;
+  fetchImpl: typeof fetch;
+  auth: string | null;
+  log: (line: string) => void;
+}
+
+export async function discover(o: DiscoverOptions): Promise<Seen> {
+  const urls = collectServers({ registry: o.registry, config: o.configServers, flags: o.flagServers });
+  const http = { timeoutMs: o.timeoutMs, fetchImpl: o.fetchImpl, auth: o.auth };
+  const probes = await Promise.all(urls.map((u) => probeServer(u, http)));
+  const apis = urls.filter((_, i) => probes[i]).map((u) => new OpencodeApi(u, http));
+  const seen: Seen = {
+    known: urls.length,
+    servers: apis.length,
+    listed: 0,
+    trees: [],
+    shapeErrors: [],
+    apiErrors: [],
+    treeFailures: 0,
+    truncated: false,
+  };
+  if (apis.length === 0) return seen;
+  const failed = (api: OpencodeApi, err: unknown, list?: string[]) => {
+    if (err instanceof ShapeError) seen.shapeErrors.push(`${api.baseUrl}: ${err.message}`);
+    else {
+      list?.push(`${api.baseUrl}: ${(err as Error).message}`);
+      o.log(`watchdog: ${api.baseUrl}: ${(err as Error).message}`);
+    }
+  };
+
+  // 1. Sessions active since the last tick, from every answering server (shared DBs repeat them).
+  const known = new Map<string, { session: ApiSession; api: OpencodeApi }>();
+  for (const api of apis) {
+    try {
+      const list = await api.listSessions(o.since, LIST_LIMIT);
+      seen.listed++;
+      for (const s of list) if (!known.has(s.id)) known.set(s.id, { session: s, api });
+    } catch (err) {
+      failed(api, err, seen.apiErrors);
+    }
+  }
+
+  // 2. Whole trees: walk up to each active session's root, then down through its children.
+  const roots = new Map<string, OpencodeApi>();
+  for (const [id, k] of [...known]) {
+    let cur = k.session;
+    const visited = new Set([id]);
+    try {
+      for (let d = 0; d < MAX_DEPTH && cur.parentID && !visited.has(cur.parentID); d++) {
+        visited.add(cur.parentID);
+        const parent = known.get(cur.parentID)?.session ?? (await k.api.getSession(cur.parentID));
+        if (!parent) break;
+        if (!known.has(parent.id)) known.set(parent.id, { session: parent, api: k.api });
+        cur = parent;
+      }
+    } catch (err) {
+      failed(k.api, err);
+    }
+    if (!roots.has(cur.id)) roots.set(cur.id, k.api);
+  }
+  let total = 0;
+  for (const [rootId, api] of roots) {
+    if (total >= MAX_SESSIONS) {
+      o.log(`watchdog: more than ${MAX_SESSIONS} sessions active; the rest wait for the next tick`);
+      seen.truncated = true;
+      break;
+    }
+    const rootSession = known.get(rootId)?.session;
+    if (!rootSession) continue;
+    try {
+      const tree = await readTree(api, rootSession);
+      seen.trees.push(tree);
+      total += tree.length;
+    } catch (err) {
+      seen.treeFailures++;
+      failed(api, err);
+    }
+  }
+  return seen;
+}
+
+/** A root and its descendants (at most MAX_TREE), breadth-first, each with its messages. */
+async function readTree(api: OpencodeApi, root: ApiSession): Promise<WatchedTree> {
+  const members: ApiSession[] = [root];
+  const queue = [root.id];
+  const inTree = new Set(queue);
+  while (queue.length > 0 && members.length < MAX_TREE) {
+    const id = queue.shift() as string;
+    for (const child of await api.children(id)) {
+      if (inTree.has(child.id) || members.length >= MAX_TREE) continue;
+      inTree.add(child.id);
+      members.push(child);
+      queue.push(child.id);
+    }
+  }
+  const tree: WatchedTree = [];
+  for (const s of members) tree.push({ session: s, messages: await api.messages(s.id) });
+  return tree;
+}
