@@ -16,8 +16,8 @@ import {
   gitRoot,
   spawnGit,
   type TreeAnswer,
-  WorktreeProbe,
-} from "./worktree-probe.ts";
+} from "./tree-fingerprint.ts";
+import { WorktreeProbe } from "./worktree-probe.ts";
 
 let dir: string;
 const git = (...args: string[]) =>
@@ -268,6 +268,28 @@ describe("WorktreeProbe outside git", () => {
       expect(back.after).toBe(edit.before);
       // Names no file: nothing to compare, the core uses its command heuristic.
       expect(await bashCall(probe, "c4", "python3 -c pass")).toBe("skipped");
+    } finally {
+      delete process.env.GIT_CEILING_DIRECTORIES;
+    }
+  });
+
+  it("asks git again a while later: after `git init` the whole tree is probed", async () => {
+    process.env.GIT_CEILING_DIRECTORIES = tmpdir();
+    try {
+      let clock = 1_000_000;
+      writeFileSync(join(dir, "notes.txt"), "a\n");
+      const probe = new WorktreeProbe({ directory: dir, timeoutMs: 20_000, now: () => clock });
+      probe.refresh();
+      await probe.idle();
+      expect(await bashCall(probe, "c1", "python3 -c pass")).toBe("skipped"); // files mode: names no file
+      gitRepo();
+      clock += 61_000;
+      probe.refresh();
+      await probe.idle();
+      // a command naming no file now gets a whole-tree answer
+      const made = (await bashCall(probe, "c2", "sh -c 'echo x > made.txt'")) as TreeAnswer;
+      expect(made).not.toBe("skipped");
+      expect(made.after).not.toBe(made.before);
     } finally {
       delete process.env.GIT_CEILING_DIRECTORIES;
     }

@@ -6,10 +6,11 @@
 // counts. Memory is bounded however long the session runs: the window holds
 // N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
-import { writeChange } from "./change.ts";
 import { bump, maxEntry } from "./counts.ts";
 import { judge } from "./judge.ts";
+import { LandingJudge } from "./landing.ts";
 import type { Policy } from "./policy.ts";
+import { toolEvent } from "./tool-event.ts";
 import { TopK } from "./top-k.ts";
 import {
   type Judgement,
@@ -54,7 +55,6 @@ type WindowSignals = Pick<
   | "mostRepeated"
 >;
 
-const ABSENT = "absent";
 /** Consecutive novel, successful calls that clear a read-only agent's flag. */
 const RO_CLEAR_RUN = 5;
 /**
@@ -84,12 +84,7 @@ export class SessionTracker {
   /** Failures of one exact call since its last success (key: fp), and that call's normalized key. */
   private readonly streaks = new Map<string, number>();
   private readonly streakNfp = new Map<string, string>();
-  /** Changes that landed (forward fingerprint), remembered across stretches to tell a revert. */
-  private readonly landedChanges = new BoundedMap<string, true>(512);
-  /** Work-tree states this session has seen, to tell a return to an earlier state. */
-  private readonly treeStates = new BoundedMap<string, true>(512);
-  private readonly testFailed = new BoundedMap<string, boolean>(256);
-  private readonly writeContent = new BoundedMap<string, string>(256);
+  private readonly landing = new LandingJudge();
   private readonly seenTargets = new BoundedMap<string, true>(4096);
   private readonly usageSeen = new BoundedMap<string, true>(256);
   private readonly userTexts = new BoundedMap<string, true>(64);
@@ -141,7 +136,7 @@ export class SessionTracker {
     this.windowVersion++;
     this.touch(call.time);
     this.seq++;
-    const { landed, reverted } = this.decideLanded(call);
+    const { landed, reverted } = this.landing.decide(call);
     const targetKey = `${call.tool}\u0000${call.target}`;
     const novel = !this.seenTargets.has(targetKey);
     this.seenTargets.set(targetKey, true);
@@ -182,75 +177,7 @@ export class SessionTracker {
       this.callsSinceLanded++;
       this.cumSinceLanded.add(same, label);
     }
-    // Spelled out, not `{ ...call }`: the spread took V8's slow copy path and was
-    // most of this method's time in the replay profile (bench/core-replay.ts).
-    const event: ToolEvent = {
-      sessionId: call.sessionId,
-      parentId: call.parentId,
-      agent: call.agent,
-      tool: call.tool,
-      callId: call.callId,
-      fp: call.fp,
-      nfp: call.nfp,
-      target: call.target,
-      exit: call.exit,
-      failed: call.failed,
-      effect: call.effect,
-      change: call.change,
-      write: call.write,
-      outcome: call.outcome,
-      worktree: call.worktree,
-      time: call.time,
-      landed,
-      reverted,
-      novel,
-    };
-    return event;
-  }
-
-  private decideLanded(call: ToolCall): { landed: boolean; reverted: boolean } {
-    const no = { landed: false, reverted: false };
-    if (call.effect === "test") {
-      // A fix landed only when a test passes after the same call last failed.
-      const failedBefore = this.testFailed.get(call.fp) === true;
-      this.testFailed.set(call.fp, call.failed);
-      if (!call.failed && failedBefore) return { landed: true, reverted: false };
-    }
-    if (call.worktree) return this.decideTree(call.worktree);
-    if (call.failed) return no;
-    if (call.effect === "commit") return { landed: true, reverted: false };
-    if (call.effect !== "change") return no;
-    let change = call.change;
-    if (call.write) {
-      const w = call.write;
-      const prior =
-        w.prior !== undefined
-          ? (w.prior ?? ABSENT)
-          : (this.writeContent.get(w.path) ?? (w.existed === false ? ABSENT : undefined));
-      this.writeContent.set(w.path, w.content);
-      if (prior === w.content) return no;
-      change = writeChange(w.path, prior ?? "unknown", w.content);
-    }
-    if (!change) return no;
-    // A change that repeats or undoes one already landed is no net progress.
-    if (this.landedChanges.has(change.fwd) || this.landedChanges.has(change.rev)) {
-      return { landed: false, reverted: true };
-    }
-    this.landedChanges.set(change.fwd, true);
-    return { landed: true, reverted: false };
-  }
-
-  /**
-   * The live probe's answer for a bash call: the work tree changed and is in
-   * a state this session has not seen before. Coming back to an earlier state
-   * (an edit undone, a file deleted again) is a revert, not progress.
-   */
-  private decideTree(tree: { before: string; after: string }): { landed: boolean; reverted: boolean } {
-    this.treeStates.set(tree.before, true);
-    if (tree.after === tree.before) return { landed: false, reverted: false };
-    if (this.treeStates.has(tree.after)) return { landed: false, reverted: true };
-    this.treeStates.set(tree.after, true);
-    return { landed: true, reverted: false };
+    return toolEvent(call, landed, reverted, novel);
   }
 
   private push(slot: Slot): void {
