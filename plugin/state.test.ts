@@ -216,32 +216,21 @@ describe("Stallguard", () => {
         parts: [{ type: "text", text: "[SYSTEM DIRECTIVE: OH-MY-OPENCODE - X]" }],
       },
     );
-    // opencode's own resume turn after a compaction: no nudge, no person (the stored adapter agrees).
-    s.event({
-      type: "message.part.updated",
-      properties: {
-        part: {
-          type: "text",
-          synthetic: true,
-          metadata: { compaction_continue: true },
-          sessionID: "ses_i",
-          messageID: "msg_c",
+    // opencode's own resume turn after a compaction (only a synthetic part live) is no nudge and no
+    // person (the stored adapter agrees), whether or not chat.message saw its message.
+    for (const messageID of ["msg_c", "msg_u2"])
+      s.event({
+        type: "message.part.updated",
+        properties: {
+          part: {
+            type: "text",
+            synthetic: true,
+            metadata: { compaction_continue: true },
+            sessionID: "ses_i",
+            messageID,
+          },
         },
-      },
-    });
-    // A part of a message chat.message already saw is not counted twice.
-    s.event({
-      type: "message.part.updated",
-      properties: {
-        part: {
-          type: "text",
-          synthetic: true,
-          metadata: { compaction_continue: true },
-          sessionID: "ses_i",
-          messageID: "msg_u2",
-        },
-      },
-    });
+      });
     const sig = s.forest.get("ses_i")?.signals();
     expect(sig?.turns).toBe(1);
     expect(sig?.injectedTotal).toBe(1);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { quietSignals } from "./_test-signals.ts";
 import { configSchema } from "./config.ts";
 import { SessionForest } from "./forest.ts";
 import { avoidLine, type IncidentInput, incidentReport, incidentSummary } from "./incident-report.ts";
@@ -9,45 +10,35 @@ import type { FlagReason, Signals } from "./types.ts";
 const policy = policyFromConfig(configSchema.parse({}));
 const SECRET = "sk-live-SuperSecretValue1234567890";
 
+/** The item-2 worker of incident #8: 423 calls, nothing landed, navbar.js read over and over. */
 function base(over: Partial<Signals> = {}): Signals {
-  return {
+  const navbar = { tool: "read", target: "admin/frontend/navbar.js", count: 30 };
+  return quietSignals({
     calls: 423,
-    landed: 0,
     turns: 400,
-    failures: 0,
     callsSinceLanded: 423,
     turnsSinceLanded: 400,
     usdSinceLanded: 1.8412,
     promptTokensSinceLanded: 70_000_000,
     usdTotal: 1.8412,
-    windowSize: 60,
     dupShare: 0.3,
     ndupShare: 0.45,
     sameShare: 0.3,
     repeatShare: 0.375,
-    failStreak: 0,
-    failTarget: null,
     contextTokens: 90_000,
     maxContextTokens: 90_000,
-    topTarget: "admin/frontend/navbar.js",
+    topTarget: navbar.target,
     topTargetCount: 30,
-    topRepeat: { tool: "read", target: "admin/frontend/navbar.js", count: 30 },
-    topSame: { tool: "read", target: "admin/frontend/navbar.js", count: 30 },
-    cumRepeat: null,
+    topRepeat: navbar,
+    topSame: navbar,
     mostRepeated: [
-      { tool: "read", target: "admin/frontend/navbar.js", count: 61 },
+      { ...navbar, count: 61 },
       { tool: "read", target: "tests/test_admin_js_units.py", count: 16 },
     ],
     novelty: 0.1,
     callsSinceNovel: 3,
-    injectedSinceLanded: 0,
-    injectedTotal: 0,
-    flipFlops: 0,
-    compactions: 0,
-    lastLandedAt: null,
-    readOnly: false,
     ...over,
-  };
+  });
 }
 
 /** A report's input: a recovered root session "s" of agent build with base() signals, unless told. */

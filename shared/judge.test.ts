@@ -1,47 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { quietSignals } from "./_test-signals.ts";
 import { configSchema } from "./config.ts";
 import { judge, sinceLanded } from "./judge.ts";
 import type { Signals } from "./types.ts";
 
 const t = configSchema.parse({}).thresholds;
 
-function sig(over: Partial<Signals> = {}): Signals {
-  return {
-    calls: 100,
-    landed: 0,
-    turns: 100,
-    failures: 0,
-    callsSinceLanded: 0,
-    turnsSinceLanded: 0,
-    usdSinceLanded: 0,
-    promptTokensSinceLanded: 0,
-    usdTotal: 0,
-    windowSize: t.window,
-    dupShare: 0,
-    ndupShare: 0,
-    sameShare: 0,
-    repeatShare: 0,
-    failStreak: 0,
-    failTarget: null,
-    contextTokens: 0,
-    maxContextTokens: 0,
-    topTarget: null,
-    topTargetCount: 0,
-    topRepeat: null,
-    topSame: null,
-    cumRepeat: null,
-    mostRepeated: [],
-    novelty: 1,
-    callsSinceNovel: 0,
-    injectedSinceLanded: 0,
-    injectedTotal: 0,
-    flipFlops: 0,
-    compactions: 0,
-    lastLandedAt: null,
-    readOnly: false,
-    ...over,
-  };
-}
+const sig = (over: Partial<Signals> = {}): Signals => quietSignals({ windowSize: t.window, ...over });
 const repeat = (count: number) => ({ tool: "read", target: "navbar.js", count });
 const stalled = { turnsSinceLanded: t.stall_turns };
 const looped = { turnsSinceLanded: t.loop_turns };

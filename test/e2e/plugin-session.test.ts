@@ -112,6 +112,20 @@ describe("stallguard plugin in real opencode", () => {
     await receiver?.close();
   });
 
+  /** Waits until a heartbeat reports a landed change for the session (the queue has delivered it). */
+  const landedInHeartbeat = (id: string) =>
+    expect
+      .poll(
+        () =>
+          receiver.messages.some(
+            (m) =>
+              m.type === "heartbeat" &&
+              m.sessions.some((x) => x.session_id === id && x.last_landed_at !== null),
+          ),
+        { timeout: 10_000 },
+      )
+      .toBe(true);
+
   test("a worker re-reading one file goes ok -> stalling -> looping, reported and toasted", async () => {
     const s = await oc.createSession({ title: "reread" });
     const file = join(oc.projectDir, "README.md");
@@ -253,17 +267,7 @@ describe("stallguard plugin in real opencode", () => {
       MARK.commit,
     );
     // Give the queue time to deliver anything it had, then check nothing was flagged.
-    await expect
-      .poll(
-        () =>
-          receiver.messages.some(
-            (m) =>
-              m.type === "heartbeat" &&
-              m.sessions.some((x) => x.session_id === s.id && x.last_landed_at !== null),
-          ),
-        { timeout: 10_000 },
-      )
-      .toBe(true);
+    await landedInHeartbeat(s.id);
     expect(transitionsFor(s.id)).toEqual([]);
     expect(toastsFor(s.id)).toEqual([]);
   });
@@ -307,17 +311,7 @@ describe("stallguard plugin in real opencode", () => {
     for (const r of childReqs) expect(r.headers["x-router-parent"]).toBe(parent.id);
     const parentReads = toolParts(await oc.messages(parent.id)).filter((x) => x.tool === "read");
     expect(parentReads).toHaveLength(cycles);
-    await expect
-      .poll(
-        () =>
-          receiver.messages.some(
-            (m) =>
-              m.type === "heartbeat" &&
-              m.sessions.some((x) => x.session_id === parent.id && x.last_landed_at !== null),
-          ),
-        { timeout: 10_000 },
-      )
-      .toBe(true);
+    await landedInHeartbeat(parent.id);
     expect(transitionsFor(parent.id)).toEqual([]);
     for (const c of children) expect(transitionsFor(c as string)).toEqual([]);
   });
