@@ -10,7 +10,7 @@ import {
   referencedFiles,
   segments,
   tokenize,
-  workText,
+  workSegments,
 } from "./bash-command.ts";
 import { configSchema } from "./config.ts";
 import { policyFromConfig } from "./policy.ts";
@@ -52,8 +52,8 @@ describe("tokenize and segments", () => {
     ]);
     expect(mainSegment("cd x && export Y=1 && pytest -q")).toEqual(["pytest", "-q"]);
     expect(mainSegment("cd x")).toEqual(["cd", "x"]);
-    expect(workText("cd /a && source .venv/bin/activate && pytest t.py")).toBe("pytest t.py");
-    expect(workText("cd /a")).toBe("cd /a");
+    expect(workSegments("cd /a && source .venv/bin/activate && pytest t.py")).toEqual([["pytest", "t.py"]]);
+    expect(workSegments("cd /a")).toEqual([["cd", "/a"]]);
   });
 });
 

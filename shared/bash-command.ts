@@ -219,17 +219,10 @@ export function commandNumbers(command: string, files: string[]): string[] {
 }
 
 /**
- * The part of a command that identifies what it works on: its simple commands
- * without directory changes and other set-up prefixes (`cd x && cat f` is
- * `cat f`), env assignments and wrappers removed. Words are space-joined.
+ * The simple commands that do the work: without directory changes and other
+ * set-up prefixes (`cd x && cat f` is `cat f`), env assignments and wrappers
+ * removed; all of them when every one is a set-up prefix.
  */
-export function workText(command: string): string {
-  return workSegments(command)
-    .map((s) => s.join(" "))
-    .join(" ; ");
-}
-
-/** The simple commands that do the work (see workText); all of them when every one is a set-up prefix. */
 export function workSegments(command: string): string[][] {
   const segs = segments(command);
   const work = segs.filter((s) => !PREFIX_PROGRAMS.has(s[0] as string));
