@@ -6,9 +6,9 @@ import type { EventView } from "../../api/schemas.ts";
 export function transitionsTable(db: Database.Database) {
   const insert = db.prepare(
     `INSERT INTO transitions (id, session_id, root_id, source, verdict, previous, reason, at, received_at,
-       signals, top_target, top_target_count, plugin_version, second_opinion)
+       signals, top_target, top_target_count, plugin_version, second_opinion, evidence)
      VALUES (@id, @session_id, @root_id, @source, @verdict, @previous, @reason, @at, @received_at,
-       @signals, @top_target, @top_target_count, @plugin_version, @second_opinion)
+       @signals, @top_target, @top_target_count, @plugin_version, @second_opinion, @evidence)
      ON CONFLICT(id) DO NOTHING`,
   );
   const events = db.prepare<[number], EventView>(
@@ -35,6 +35,7 @@ export function transitionsTable(db: Database.Database) {
           top_target_count: t.top_target_count,
           plugin_version: t.plugin_version,
           second_opinion: t.second_opinion ? JSON.stringify(t.second_opinion) : null,
+          evidence: t.evidence ? JSON.stringify(t.evidence) : null,
         }).changes > 0
       );
     },
