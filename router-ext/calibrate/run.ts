@@ -10,18 +10,11 @@ import { UsageError } from "./args.ts";
 import { type Audit, audit, toExplain } from "./audit.ts";
 import { loadConfig } from "./config.ts";
 import { explainSessions } from "./explain.ts";
+import { renderHtml } from "./html-report.ts";
 import { type LabelSet, type Labels, labelCounts, mergeSets, parseLabelSet } from "./labels.ts";
 import { type KnobMargin, margins as scanMargins } from "./margins.ts";
 import { createProgress } from "./progress.ts";
-import {
-  renderAudit,
-  renderHtml,
-  renderMargins,
-  renderSummary,
-  renderSweep,
-  renderTable,
-  toJsonDoc,
-} from "./render.ts";
+import { renderAudit, renderMargins, renderSummary, renderSweep, renderTable, toJsonDoc } from "./render.ts";
 import {
   applyFilters,
   defaultOpencodeDb,
