@@ -155,7 +155,12 @@ function sectionBody(): HTMLElement | null {
   const app = document.getElementById("app");
   if (!app) return null;
   const body = h("div", { id: "breaker-body" });
-  const section = h("section", { id: "breaker" }, h("h2", {}, "Model breaker"), body);
+  const section = h(
+    "section",
+    { id: "breaker", "data-view": "activity" },
+    h("h2", {}, "Model breaker"),
+    body,
+  );
   const before = document.getElementById("channels");
   if (before && before.parentElement === app) app.insertBefore(section, before);
   else app.appendChild(section);
