@@ -56,7 +56,8 @@ export function timelineModel(label: string, from: number, to: number): Timeline
 function markPath(kind: TimelineMarkKind, x: string): string {
   if (kind === "landed") return `M${x} 36l-3 6h6z`;
   if (kind === "recovery") return `M${x} 35l3 4l-3 4l-3 -4z`;
-  return `M${x} 35v8h4v-4z`;
+  // A flag on a pole from the tick row down: easy to find on a long axis.
+  return `M${x} 18v26h1.2v-26zM${x} 18h8l-2.5 3l2.5 3h-8z`;
 }
 
 function chart(

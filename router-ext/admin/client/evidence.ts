@@ -82,6 +82,9 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
     fired: key === fired,
   });
   const ev = t.evidence;
+  // The judge saw the reporter's figures; the readout prefers the gate's. Say both when they differ.
+  const gate = d.session.spend_source === "gate";
+  const also = (own: string, now: string) => (gate && own !== now ? `${own} (gate now: ${now})` : own);
   const tops = ev?.top_targets.length
     ? ev.top_targets.map((r) => `${r.target} x${r.count}`).join(", ")
     : t.top_target
@@ -114,11 +117,16 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
       `${Math.round(s.dup_share * 100)}%`,
       limits(th, "dup_warn", "dup_loop", (v) => `${Math.round(v * 100)}%`),
     ),
-    row("turns", "turns since landed", fmtInt(s.turns_since_landed), limits(th, "stall_turns", "loop_turns")),
+    row(
+      "turns",
+      "turns since landed",
+      also(fmtInt(s.turns_since_landed), fmtInt(d.session.turns_since_landed)),
+      limits(th, "stall_turns", "loop_turns"),
+    ),
     row(
       "usd",
       "$ since landed",
-      fmtUsd(s.usd_since_landed),
+      also(fmtUsd(s.usd_since_landed), fmtUsd(d.session.usd_since_landed)),
       limits(th, "stall_usd", "loop_usd", (v) => fmtUsd(v)),
     ),
     row("context", "context size", `${fmtInt(s.context_tokens)} tokens`, "-"),

@@ -113,7 +113,8 @@ function watchdogLine(health: Health, now: number): HTMLElement {
   const wd = health.watchdog;
   const raw = knobs.find((k) => k.path === "watchdog.interval")?.value;
   const interval = typeof raw === "string" ? parseDuration(raw) : typeof raw === "number" ? raw : undefined;
-  const state = watchdogState(health, interval, now);
+  const enabled = knobs.find((k) => k.path === "watchdog.enabled")?.value !== false;
+  const state = watchdogState(health, interval, now, enabled);
   const plugins = health.plugins_live === undefined ? "" : `, ${health.plugins_live} plugin(s) live`;
   const parts: (string | HTMLElement)[] = [`router ${health.version}, db ${health.db}${plugins}; `];
   const cls = state === "none" || state === "late" || state === "blind" ? "warn" : "";
@@ -122,7 +123,7 @@ function watchdogLine(health: Health, now: number): HTMLElement {
     h(
       "span",
       { class: cls, "data-watchdog": state },
-      !wd || state === "none"
+      !wd || state === "none" || state === "off"
         ? `watchdog: ${note}`
         : `watchdog: last tick ${fmtAgo(wd.last_tick_at, now)} (${fmtTime(wd.last_tick_at)})${note ? `, ${note}` : ""}`,
     ),

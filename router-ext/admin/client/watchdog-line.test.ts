@@ -28,6 +28,7 @@ describe("watchdogState", () => {
 
   it("no tick and a late tick are said; a router without the servers field reads blind as blind", () => {
     expect(watchdogState(health(null), 300_000, now)).toBe("none");
+    expect(watchdogState(health(null), 300_000, now, false)).toBe("off");
     expect(watchdogState(health(tick({ last_tick_at: now - 1_000_000 })), 300_000, now)).toBe("late");
     expect(watchdogState(health(tick({ last_tick_at: now - 1_000_000 })), undefined, now)).toBe("ok");
     const { servers: _s, ...old } = tick({ blind: true });
