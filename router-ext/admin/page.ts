@@ -25,6 +25,7 @@ tr.tree-head th { background: var(--head); font-weight: 400; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.sid, td.target { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
 td.desc { color: var(--dim); max-width: 40em; }
+td.target { word-break: normal; overflow-wrap: anywhere; min-width: 10em; }
 td.target .count { white-space: nowrap; }
 #sessions-table td.sid { white-space: nowrap; word-break: normal; }
 table.knobs, table.excluded { table-layout: fixed; }

@@ -57,6 +57,15 @@ function verdictCell(r: SessionRow): HTMLTableCellElement {
     h("span", { class: `v v-${r.verdict.replace(/[^a-z_]/g, "")}` }, r.verdict),
   );
   if (r.reason && r.verdict !== "ok") td.append(" ", h("span", { class: "dim" }, `(${r.reason})`));
+  if (r.verdict !== "ok" || r.flags > 0)
+    td.append(
+      " ",
+      h(
+        "a",
+        { href: viewHash({ name: "session", id: r.session_id }), class: "why", title: "the session page" },
+        "why?",
+      ),
+    );
   if ((r.worst !== null && r.worst !== r.verdict) || r.flags > 0)
     td.append(h("br"), h("span", { class: "dim" }, `worst ${r.worst ?? "-"}, flagged ${r.flags}x`));
   return td;
