@@ -5,7 +5,7 @@
 import type { Verdict } from "../../../shared/types.ts";
 import type { SessionDetail } from "../../api/session-detail.ts";
 import { type TimelineModel, timelineModel } from "../../timeline/draw.ts";
-import { fmtInt, fmtTime, fmtUsd } from "./format.ts";
+import { fmtInt, fmtMark, fmtTime, fmtUsd } from "./format.ts";
 
 export interface Action {
   at: number;
@@ -134,8 +134,6 @@ export function firstFlag(d: SessionDetail) {
   return d.transitions.find((t) => t.previous === "ok" && t.verdict !== "ok") ?? null;
 }
 
-const markText = (kind: string) => (kind === "false_alarm" ? "false alarm" : "confirmed loop");
-
 /** What the mode (and the admins) did about the session's tree, oldest first. */
 export function actionsOf(d: SessionDetail): Action[] {
   const out: Action[] = [];
@@ -164,8 +162,7 @@ export function actionsOf(d: SessionDetail): Action[] {
       by: "stallguard",
       detail: `${fmtInt(d.cap.cap)} tokens`,
     });
-  if (d.mark)
-    out.push({ at: d.mark.at, what: `marked ${markText(d.mark.kind)}`, by: d.mark.by, detail: "-" });
+  if (d.mark) out.push({ at: d.mark.at, what: `marked ${fmtMark(d.mark.kind)}`, by: d.mark.by, detail: "-" });
   return out.sort((a, b) => a.at - b.at);
 }
 
@@ -189,7 +186,7 @@ export function sessionTimeline(d: SessionDetail): TimelineModel {
         title: `${x.action} done ${clock(x.done_at as number)}`,
       })),
     ...(d.mark
-      ? [{ at: d.mark.at, kind: "mark" as const, title: `${markText(d.mark.kind)} by ${d.mark.by}` }]
+      ? [{ at: d.mark.at, kind: "mark" as const, title: `${fmtMark(d.mark.kind)} by ${d.mark.by}` }]
       : []),
   ];
   const flag = firstFlag(d);

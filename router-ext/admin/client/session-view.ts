@@ -5,9 +5,9 @@
 // actions and the verdict history. Built from the detail answer only.
 import type { SessionDetail } from "../../api/session-detail.ts";
 import { drawTimeline, VERDICT_COLORS } from "../../timeline/draw.ts";
-import { button, type Child, h, replace } from "./dom.ts";
+import { button, type Child, dataTable, h, replace } from "./dom.ts";
 import { evidenceRows } from "./evidence.ts";
-import { fmtAgo, fmtInt, fmtTime, fmtUsd } from "./format.ts";
+import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd } from "./format.ts";
 import { actionsOf, sessionTimeline } from "./session-history.ts";
 import { svgElement } from "./svg-dom.ts";
 import { viewHash } from "./views.ts";
@@ -19,20 +19,6 @@ export interface SessionPageActions {
 
 const vClass = (v: string) => `v v-${v.replace(/[^a-z_]/g, "")}`;
 const sessionLink = (id: string) => h("a", { href: viewHash({ name: "session", id }), class: "sid" }, id);
-const markText = (kind: string) => (kind === "false_alarm" ? "false alarm" : "confirmed loop");
-
-function table(cls: string, cols: string[], rows: HTMLTableRowElement[], empty: string): HTMLTableElement {
-  return h(
-    "table",
-    { class: cls },
-    h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col" }, c)))),
-    h(
-      "tbody",
-      {},
-      ...(rows.length ? rows : [h("tr", {}, h("td", { colspan: cols.length, class: "dim" }, empty))]),
-    ),
-  );
-}
 
 function facts(d: SessionDetail): HTMLElement {
   const s = d.session;
@@ -92,7 +78,7 @@ function markBar(d: SessionDetail, act: SessionPageActions): HTMLElement {
       ? h(
           "span",
           { class: "mark-state" },
-          `marked ${markText(m.kind)} by ${m.by} ${fmtAgo(m.at, d.now)} (${fmtTime(m.at)}) `,
+          `marked ${fmtMark(m.kind)} by ${m.by} ${fmtAgo(m.at, d.now)} (${fmtTime(m.at)}) `,
           button("undo", () => act.unmark(), { class: "small mark-undo" }),
         )
       : flagged
@@ -133,7 +119,7 @@ function evidence(d: SessionDetail): HTMLElement {
       h("td", { class: "dim" }, r.limits),
     ),
   );
-  return table("evidence", ["", "value", "thresholds"], rows, "no verdict reported yet");
+  return dataTable("evidence", ["", "value", "thresholds"], rows, "no verdict reported yet");
 }
 
 function actions(d: SessionDetail): HTMLElement {
@@ -147,7 +133,7 @@ function actions(d: SessionDetail): HTMLElement {
       h("td", { class: "sid" }, a.detail),
     ),
   );
-  return table("actions", ["when", "action", "by", "detail"], rows, "none: the mode has not acted");
+  return dataTable("actions", ["when", "action", "by", "detail"], rows, "none: the mode has not acted");
 }
 
 function history(d: SessionDetail): HTMLElement {
@@ -165,7 +151,7 @@ function history(d: SessionDetail): HTMLElement {
         h("td", { class: "num" }, fmtUsd(t.signals.usd_since_landed)),
       ),
     );
-  return table("history", ["when", "change", "reason", "source", "turns", "$"], rows, "no transitions");
+  return dataTable("history", ["when", "change", "reason", "source", "turns", "$"], rows, "no transitions");
 }
 
 /** Renders the page for `d` into `root`. */

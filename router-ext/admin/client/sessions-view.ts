@@ -2,7 +2,7 @@
 // indented, a Stop and a Resume button per tree; each session links to its
 // session page and shows an admin's mark. Rebuilt on every refresh.
 import { button, h, replace } from "./dom.ts";
-import { fmtAgo, fmtInt, fmtTime, fmtUsd, toMs } from "./format.ts";
+import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd, toMs } from "./format.ts";
 import type { SessionRow } from "./schemas.ts";
 import { groupTrees, type Tree, verdictRank } from "./trees.ts";
 import { viewHash } from "./views.ts";
@@ -107,7 +107,7 @@ function markCell(r: SessionRow, now: number): HTMLTableCellElement {
   return h(
     "td",
     { class: "mark", "data-mark": m.kind, title: fmtTime(m.at) },
-    h("span", { class: m.kind }, m.kind === "false_alarm" ? "false alarm" : "confirmed loop"),
+    h("span", { class: m.kind }, fmtMark(m.kind)),
     h("br"),
     h("span", { class: "dim" }, `${m.by} ${fmtAgo(m.at, now)}`),
   );
