@@ -57,6 +57,11 @@ export interface RawToolCall {
   status: "completed" | "error";
   /** What the tool answered (output or error text): hashed into ToolCall.outcome, then dropped. */
   output?: unknown;
+  /**
+   * The answer's hash when a loader hashed it already and dropped the text
+   * (calibrate's opencode.db reader, to keep memory flat); wins over `output`.
+   */
+  outcome?: string | null;
 }
 
 type Args = Rec;
@@ -220,8 +225,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   const meta = obj(raw.metadata);
   const lower = raw.tool.toLowerCase();
   const isBash = lower === "bash" || lower === "shell";
-  // bash's real exit code is metadata.exit (never output.exitCode / exit_code); null on timeout or abort.
-  const exit = isBash ? (num(meta.exit) ?? null) : null;
+  const exit = exitOf(raw.tool, meta);
   const timedOut = isBash && "exit" in meta && meta.exit === null;
   const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut || lower === "invalid";
   const shape = shapeOf(raw.tool, args, meta, ctx);
@@ -246,7 +250,21 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   };
 }
 
+/** bash's real exit code is metadata.exit (never output.exitCode / exit_code); null on timeout or abort. */
+function exitOf(tool: string, meta: Rec): number | null {
+  const lower = tool.toLowerCase();
+  return lower === "bash" || lower === "shell" ? (num(meta.exit) ?? null) : null;
+}
+
 /** The answer's hash (see outcome.ts); null when the source kept no answer. */
 function outcomeOf(raw: RawToolCall, exit: number | null): string | null {
+  if (raw.outcome !== undefined) return raw.outcome;
   return typeof raw.output === "string" ? outcomeHash(raw.status, exit, raw.output) : null;
+}
+
+/** The outcome a finished call's answer hashes to, as toToolCall would take it. */
+export function answerOutcome(
+  raw: Pick<RawToolCall, "tool" | "metadata" | "status" | "output">,
+): string | null {
+  return outcomeOf({ ...raw, callId: "", args: null }, exitOf(raw.tool, obj(raw.metadata)));
 }

@@ -104,6 +104,25 @@ describe("wire: transitions built from real verdict changes", () => {
     expect(t.report).toContain(`read admin/frontend/navbar.js x${c.signals.mostRepeated[0]?.count}`);
   });
 
+  it("carries the evidence as coarse targets and counts; a plugin's message without it still passes", () => {
+    const c = changes[1] as VerdictChange;
+    const t = transition(c);
+    expect(t.evidence).toEqual({
+      top_targets: [{ target: "read admin/frontend/navbar.js", count: c.signals.mostRepeated[0]?.count }],
+      same_result: { target: "read admin/frontend/navbar.js", count: c.signals.topSame?.count },
+      fail_target: null,
+    });
+    // Nothing but the coarse target (the path under the project) travels.
+    expect(JSON.stringify(t.evidence)).not.toContain("/r/");
+    const { evidence: _e, ...old } = t;
+    expect(parseProgressBody(old).ok).toBe(true);
+    const six = Array.from({ length: 6 }, (_, i) => ({ target: `read f${i}`, count: 2 }));
+    const tooMany = parseProgressBody({ ...t, evidence: { ...t.evidence, top_targets: six } });
+    expect(!tooMany.ok && tooMany.errors[0]).toMatch(/^evidence\.top_targets: /);
+    const extra = parseProgressBody({ ...t, evidence: { ...t.evidence, output: "x" } });
+    expect(!extra.ok && extra.errors).toEqual(["evidence.output: unknown field"]);
+  });
+
   it("transition ids are stable for a retry and distinct per change and source", () => {
     const [a, b] = changes as [VerdictChange, VerdictChange];
     expect(transitionId("plugin", a)).toBe(transitionId("plugin", { ...a }));

@@ -39,6 +39,23 @@ export const wireSignalsSchema = z.strictObject({
 });
 export type WireSignals = z.infer<typeof wireSignalsSchema>;
 
+const repeatSchema = z.strictObject({ target, count });
+
+/**
+ * The evidence behind a verdict for the operator's session page: coarse
+ * "tool target" strings and counts only, never arguments or content. Optional,
+ * so a plugin from before it was added is still accepted.
+ */
+export const wireEvidenceSchema = z.strictObject({
+  /** The session's most repeated calls since it started, most first. */
+  top_targets: z.array(repeatSchema).max(5),
+  /** The most repeated call whose result was the same each time, since the last landed change. */
+  same_result: repeatSchema.nullable(),
+  /** The call the failure streak is on. */
+  fail_target: target.nullable(),
+});
+export type WireEvidence = z.infer<typeof wireEvidenceSchema>;
+
 export const transitionSchema = z.strictObject({
   type: z.literal("transition"),
   /** Idempotency key: a retried report carries the same id and is counted once. */
@@ -60,6 +77,7 @@ export const transitionSchema = z.strictObject({
   report: z.string().max(4000),
   at: z.number().int().min(0),
   plugin_version: version.nullable(),
+  evidence: wireEvidenceSchema.optional(),
   /** The watchdog's second opinion, when one was asked for. */
   second_opinion: z
     .strictObject({ model: z.string().max(200), stuck: z.boolean(), reason: z.string().max(300) })
@@ -216,6 +234,19 @@ export function transitionId(source: "plugin" | "watchdog", c: VerdictChange): s
   return `${source === "plugin" ? "p" : "w"}:${safe}:${c.at}:${c.previous[0]}${c.verdict[0]}`;
 }
 
+const repeatText = (r: { tool: string; target: string }) => `${r.tool} ${r.target}`.slice(0, 300);
+
+/** The evidence a transition carries: the core's coarse targets and counts. */
+export function toWireEvidence(s: Signals): WireEvidence {
+  return {
+    top_targets: s.mostRepeated
+      .slice(0, 5)
+      .map((r) => ({ target: repeatText(r), count: clampCount(r.count) })),
+    same_result: s.topSame ? { target: repeatText(s.topSame), count: clampCount(s.topSame.count) } : null,
+    fail_target: s.failTarget === null ? null : s.failTarget.slice(0, 300),
+  };
+}
+
 /** Builds the wire transition for a verdict change. */
 export function toTransition(
   c: VerdictChange,
@@ -234,10 +265,11 @@ export function toTransition(
     previous: c.previous,
     reason: c.reason,
     signals: toWireSignals(c.signals),
-    top_target: top ? `${top.tool} ${top.target}`.slice(0, 300) : null,
+    top_target: top ? repeatText(top) : null,
     top_target_count: top ? clampCount(top.count) : 0,
     report: opts.report.slice(0, 4000),
     at: clampTime(c.at),
     plugin_version: opts.pluginVersion,
+    evidence: toWireEvidence(c.signals),
   };
 }

@@ -25,6 +25,8 @@ tr.tree-head th { background: var(--head); font-weight: 400; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.sid, td.target { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
 td.desc { color: var(--dim); max-width: 40em; }
+td.target { word-break: normal; overflow-wrap: anywhere; min-width: 10em; }
+td.target .count { white-space: nowrap; }
 #sessions-table td.sid { white-space: nowrap; word-break: normal; }
 table.knobs, table.excluded { table-layout: fixed; }
 table.knobs th:nth-child(1), table.excluded th:nth-child(1) { width: 22em; }
@@ -52,16 +54,43 @@ input[type=text] { width: 16em; }
 textarea { width: 30em; font: 12px/1.4 ui-monospace, monospace; }
 input[aria-invalid=true], textarea[aria-invalid=true], select[aria-invalid=true] { outline: 2px solid var(--loop); }
 ul.err { margin: .3em 0; padding-left: 1.2em; }
+nav a { margin-right: .8em; color: var(--fg); text-decoration: none; padding: .1em .3em; border-radius: 3px; }
+nav a[aria-current=page] { background: var(--bg); border: 1px solid var(--line); font-weight: 600; }
+a { color: #0969da; }
+a.back { font-weight: 400; font-size: 13px; margin-right: .6em; }
+td.sid a, a.sid { font-family: ui-monospace, monospace; font-size: 12px; }
+table.facts th, table.facts td { white-space: nowrap; }
+.mark-bar { margin: .6em 0; display: flex; gap: .4em; align-items: center; flex-wrap: wrap; }
+.mark-bar button.mark-false, .mark-bar button.mark-loop { font-weight: 600; padding: .2em .9em; }
+.mark-state { font-weight: 600; }
+td.mark .false_alarm { color: var(--ok); font-weight: 600; }
+td.mark .confirmed_loop { color: var(--loop); font-weight: 600; }
+.timeline { overflow-x: auto; background: #fff; border: 1px solid var(--line); padding: 4px; display: inline-block; }
+.legend { margin: .3em 0 .6em; display: flex; flex-wrap: wrap; gap: .2em 1em; }
+.legend .sw { display: inline-block; width: 10px; height: 10px; margin-right: .3em; vertical-align: middle; }
+.legend .sw.bar { height: 3px; }
+.legend .sw.tick { width: 2px; }
+table.evidence { width: auto; min-width: 50em; }
+table.evidence th[scope=row] { font-weight: 400; white-space: nowrap; }
+table.evidence tr.fired th, table.evidence tr.fired td:first-of-type { font-weight: 700; }
+table.evidence tr.fired { background: color-mix(in srgb, var(--stall) 14%, transparent); }
+.fired-mark { color: var(--loop); }
+table.actions, table.history { width: auto; min-width: 40em; }
 [hidden] { display: none !important; }
 `;
 
-/** A section the client fills in: its heading and an empty #<id>-body. */
-const panel = (id: string, title: string) =>
-  `  <section id="${id}">\n    <h2>${title}</h2>\n    <div id="${id}-body"></div>\n  </section>`;
+/** A section the client fills in: its heading and an empty #<id>-body, shown in one view. */
+const panel = (id: string, title: string, view: string) =>
+  `  <section id="${id}" data-view="${view}">\n    <h2>${title}</h2>\n    <div id="${id}-body"></div>\n  </section>`;
 
 const BODY = `
 <header>
   <h1>stallguard</h1>
+  <nav id="nav">
+    <a href="#view=sessions" data-nav="sessions">Sessions</a>
+    <a href="#view=activity" data-nav="activity">Alerts and breaker</a>
+    <a href="#view=knobs" data-nav="knobs">Knobs</a>
+  </nav>
   <span id="summary" class="dim"></span>
   <span id="status" class="dim" role="status"></span>
   <label><input type="checkbox" id="pref-auto"> auto-refresh</label>
@@ -78,16 +107,20 @@ const BODY = `
   </form>
 </section>
 <main id="app" hidden>
-  <section id="sessions">
+  <section id="sessions" data-view="sessions">
     <h2>Sessions</h2>
     <div id="health" class="dim"></div>
     <ul id="sessions-problems" class="err"></ul>
     <table id="sessions-table"></table>
+    <div id="marks-line" class="dim"></div>
   </section>
-${panel("deliveries", "Alert deliveries")}
-${panel("events", "Recent events")}
-${panel("channels", "Notifier channels")}
-  <section id="knobs">
+  <section id="session" data-view="session">
+    <div id="session-body"></div>
+  </section>
+${panel("deliveries", "Alert deliveries", "activity")}
+${panel("events", "Recent events", "activity")}
+${panel("channels", "Notifier channels", "activity")}
+  <section id="knobs" data-view="knobs">
     <h2>Knobs <button type="button" id="reload-knobs" class="small">reload</button></h2>
     <div id="knobs-body"></div>
   </section>

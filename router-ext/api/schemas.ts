@@ -12,6 +12,21 @@ export const sessionStages = ["none", "warned", "compacting", "limited", "recove
 export const sessionStageSchema = z.enum(sessionStages);
 export type SessionStage = z.infer<typeof sessionStageSchema>;
 
+export const markKinds = ["false_alarm", "confirmed_loop"] as const;
+export const markKindSchema = z.enum(markKinds);
+export type MarkKindView = z.infer<typeof markKindSchema>;
+
+/** An admin's mark on a flagged session, with who and when. */
+export const markViewSchema = z.object({
+  kind: markKindSchema,
+  by: z.string(),
+  at: z.number(),
+  /** The verdict and reason the session showed when it was marked. */
+  verdict,
+  reason: z.nullable(z.string()),
+});
+export type MarkView = z.infer<typeof markViewSchema>;
+
 /** One row of GET /api/sessions. Times are epoch milliseconds. */
 export const sessionViewSchema = z.object({
   session_id: z.string(),
@@ -43,6 +58,8 @@ export const sessionViewSchema = z.object({
   spend_source: z.enum(["gate", "reporter"]),
   /** Why the configured mode could not act on this session's last detection, or null. */
   cannot_act: z.nullable(z.string()),
+  /** An admin's "false alarm" or "confirmed loop", or null. */
+  mark: z.optional(z.nullable(markViewSchema)),
 });
 export type SessionView = z.infer<typeof sessionViewSchema>;
 export type SessionSource = SessionView["source"];
@@ -93,7 +110,19 @@ export const healthSchema = z.object({
   db: z.string(),
   schema_version: z.number(),
   mode: z.string(),
-  watchdog: z.nullable(z.object({ last_tick_at: z.number(), blind: z.boolean(), flagged: z.number() })),
+  watchdog: z.nullable(
+    z.object({
+      last_tick_at: z.number(),
+      blind: z.boolean(),
+      flagged: z.number(),
+      /** opencode servers that answered the tick: blind with 0 is nothing running, not blindness. */
+      servers: z.optional(z.number()),
+    }),
+  ),
+  /** Plugin instances with a heartbeat within three heartbeat intervals. */
+  plugins_live: z.optional(z.number()),
+  /** The database accepts a write transaction (a read-only file or a full disk does not). */
+  db_writable: z.optional(z.boolean()),
 });
 export type Health = z.infer<typeof healthSchema>;
 

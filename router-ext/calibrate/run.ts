@@ -10,18 +10,12 @@ import { UsageError } from "./args.ts";
 import { type Audit, audit, toExplain } from "./audit.ts";
 import { loadConfig } from "./config.ts";
 import { explainSessions } from "./explain.ts";
+import { renderHtml } from "./html-report.ts";
 import { type LabelSet, type Labels, labelCounts, mergeSets, parseLabelSet } from "./labels.ts";
+import { loadLabelsFrom } from "./labels-from.ts";
 import { type KnobMargin, margins as scanMargins } from "./margins.ts";
 import { createProgress } from "./progress.ts";
-import {
-  renderAudit,
-  renderHtml,
-  renderMargins,
-  renderSummary,
-  renderSweep,
-  renderTable,
-  toJsonDoc,
-} from "./render.ts";
+import { renderAudit, renderMargins, renderSummary, renderSweep, renderTable, toJsonDoc } from "./render.ts";
 import {
   applyFilters,
   defaultOpencodeDb,
@@ -44,6 +38,8 @@ export interface CalibrateOptions {
   html?: string | null;
   sweep?: boolean;
   labels?: string | null;
+  /** The router's URL (its marks via GET /api/labels) or a labels file exported from the admin page. */
+  labelsFrom?: string | null;
   config?: string | null;
   grid?: string | null;
   timeline?: boolean;
@@ -100,7 +96,7 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       since: opts.since ? parseSince(opts.since, io.now()) : null,
       sessionIds: opts.sessions?.filter(Boolean) ?? [],
     };
-    const axes = opts.sweep ? (opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES) : null;
+    let axes = opts.sweep ? (opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES) : null;
 
     const sessions: SourceSession[] = [];
     const sets: LabelSet[] = [];
@@ -149,6 +145,11 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       if (same >= 0) sets[same] = set;
       else sets.push(set);
     }
+    if (opts.labelsFrom) {
+      const set = await loadLabelsFrom(opts.labelsFrom, io.env);
+      sets.push(set);
+      progress.note(`labels: ${Object.keys(set.labels).length} mark(s) from ${opts.labelsFrom}`);
+    }
     const labels = mergeSets(sets);
     progress.done();
     const loadMs = performance.now() - t0;
@@ -172,6 +173,14 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       fail(
         `${flag} needs at least one session labelled "loop" and one labelled "healthy" among those loaded (have ${counts.loop} loop, ${counts.healthy} healthy): pass --labels FILE`,
       );
+    // The marks are for proposing thresholds: --labels-from sweeps when they allow it, and says why not.
+    if (opts.labelsFrom && !axes) {
+      if (counts.loop && counts.healthy) axes = opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES;
+      else
+        say(
+          `--labels-from: ${counts.healthy} false alarm(s) and ${counts.loop} confirmed loop(s) among the sessions loaded; proposing thresholds needs at least one of each (mark them in the admin page)`,
+        );
+    }
     if (axes && (!counts.loop || !counts.healthy)) return needLabels("--sweep");
     if (opts.margins && (!counts.loop || !counts.healthy)) return needLabels("--margins");
     if (opts.split && !sets.length)

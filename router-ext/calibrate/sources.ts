@@ -6,7 +6,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { z } from "zod";
-import type { ReplaySession, StoredMessage } from "../../shared/index.ts";
+import { type ReplaySession, type StoredMessage, slimToolPart } from "../../shared/index.ts";
 import { isRec, num, obj, type Rec } from "../../shared/read.ts";
 import { exportFiles } from "./export-paths.ts";
 import { type LabelSet, type Labels, mergeSets, parseLabelSet } from "./labels.ts";
@@ -201,10 +201,12 @@ function parseData(text: unknown): Rec | null {
   }
 }
 
-/** Tool output is not needed to judge: drop it as soon as a row is read (in place, no copy). */
+/**
+ * Tool output is needed only as its hash (the same-result signal): hash it and
+ * drop the text as soon as a row is read (in place, no copy).
+ */
 function slimPart(part: Rec): Rec {
-  const state = part.state;
-  if (part.type === "tool" && isRec(state) && "output" in state) delete state.output;
+  slimToolPart(part);
   return part;
 }
 

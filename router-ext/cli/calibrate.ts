@@ -43,6 +43,11 @@ export default defineCommand({
       description:
         'JSON {"<session id>": "loop" | "healthy" | "unclear"}: prints an audit per labelled set (labels.json beside exports counts too)',
     },
+    "labels-from": {
+      type: "string",
+      description:
+        "The admin's marks as labels: the router's URL (GET /api/labels; admin token from STALLGUARD_ADMIN_TOKEN or ~/.config/stallguard/admin.token) or a file exported from the admin page; proposes thresholds",
+    },
     split: {
       type: "boolean",
       description:
@@ -82,6 +87,7 @@ export default defineCommand({
         html: typeof args.html === "string" ? args.html : null,
         sweep: Boolean(args.sweep),
         labels: typeof args.labels === "string" ? args.labels : null,
+        labelsFrom: typeof args["labels-from"] === "string" ? args["labels-from"] : null,
         grid: typeof args.grid === "string" ? args.grid : null,
         config: typeof args.config === "string" ? args.config : null,
         quiet: Boolean(args.quiet),

@@ -14,6 +14,7 @@ const VERBS: Record<string, () => Promise<Verb>> = {
   watchdog: () => import("./watchdog.ts").then((m) => m.default),
   "install-plugin": () => import("./install-plugin.ts").then((m) => m.default),
   "install-units": () => import("./install-units.ts").then((m) => m.default),
+  doctor: () => import("./doctor.ts").then((m) => m.default),
 };
 
 const main = defineCommand({

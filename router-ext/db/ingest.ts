@@ -140,6 +140,12 @@ function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number)
     );
     t.sessions.pluginSeen(s.session_id, h.plugin_version, now);
     if (s.verdict === "ok") modes.liftSession(s.session_id, "session ok", now);
+    t.samples.insert(s.session_id, {
+      at: h.at,
+      turns_since_landed: s.turns_since_landed,
+      last_landed_at: s.last_landed_at,
+      context_tokens: s.context_tokens,
+    });
     t.sessions.setStats({
       session_id: s.session_id,
       turns: s.turns_since_landed,

@@ -6,6 +6,7 @@ import type Database from "better-sqlite3";
 import type { Migration } from "./migration.ts";
 import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
+import { OPERATOR_MIGRATIONS } from "./migrations-operator.ts";
 
 export type { Migration } from "./migration.ts";
 
@@ -144,9 +145,11 @@ CREATE TABLE counters (
 `,
   },
   // Feature migrations live next to their owners' files; versions never collide
-  // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...) and are applied in version order.
+  // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...)
+  // and are applied in version order.
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
+  ...OPERATOR_MIGRATIONS,
 ];
 
 /**

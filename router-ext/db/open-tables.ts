@@ -4,10 +4,12 @@ import { capsTable } from "./tables/caps.ts";
 import { countersTable } from "./tables/counters.ts";
 import { directivesTable } from "./tables/directives.ts";
 import { knobsTable } from "./tables/knobs.ts";
+import { marksTable } from "./tables/marks.ts";
 import { pluginsTable } from "./tables/plugins.ts";
 import { refusalsTable } from "./tables/refusals.ts";
 import { refusedSessionsTable } from "./tables/refused-sessions.ts";
 import { requestsTable } from "./tables/requests.ts";
+import { samplesTable } from "./tables/samples.ts";
 import { sessionsTable } from "./tables/sessions.ts";
 import { ticksTable } from "./tables/ticks.ts";
 import { transitionsTable } from "./tables/transitions.ts";
@@ -19,10 +21,12 @@ export function openTables(db: Database.Database) {
     counters: countersTable(db),
     directives: directivesTable(db),
     knobs: knobsTable(db),
+    marks: marksTable(db),
     plugins: pluginsTable(db),
     refusals: refusalsTable(db),
     refusedSessions: refusedSessionsTable(db),
     requests: requestsTable(db),
+    samples: samplesTable(db),
     sessions: sessionsTable(db),
     ticks: ticksTable(db),
     transitions: transitionsTable(db),

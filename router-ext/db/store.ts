@@ -16,11 +16,14 @@ import type {
   SessionView,
   WatchdogTickView,
 } from "../api/schemas.ts";
+import { type LabelsDoc, labelOfMark, type MarkView, type SessionDetail } from "../api/session-detail.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "../gate/store.ts";
 import { ModesStore } from "../modes/store.ts";
 import { type IngestOptions, type IngestResult, ingestMessages } from "./ingest.ts";
 import { openTables, type Tables } from "./open-tables.ts";
+import { readSessionDetail } from "./session-detail.ts";
 import type { KnobOverride } from "./tables/knobs.ts";
+import type { MarkKind } from "./tables/marks.ts";
 import { type RefusalRow, refusalView } from "./tables/refusals.ts";
 import { sessionView } from "./views.ts";
 
@@ -35,13 +38,20 @@ export interface MetricsSnapshot {
   stoppedTrees: number;
   stoppedSessions: number;
   lastTick: WatchdogTickView | null;
+  marks: Record<MarkKind, number>;
 }
+
+/** What marking a session did. */
+export type MarkResult =
+  | { ok: true; rootId: string; lifted: string[]; mark: MarkView }
+  | { ok: false; status: 404 | 409; error: string };
 
 export interface PruneResult {
   transitions: number;
   requests: number;
   sessions: number;
   ticks: number;
+  samples: number;
   refusalLog: number;
   plugins: number;
 }
@@ -184,6 +194,7 @@ export class Store implements GateStore {
       stoppedTrees: t.refusals.stoppedCount("tree"),
       stoppedSessions: t.refusals.stoppedCount("session"),
       lastTick: t.ticks.last(),
+      marks: t.marks.countByKind(),
     };
   }
 
@@ -195,6 +206,99 @@ export class Store implements GateStore {
   /** Throws when the database cannot answer. */
   ping(): void {
     this.db.prepare("SELECT 1").get();
+  }
+
+  /** Whether the database takes a write transaction now (a read-only file does not). Writes nothing. */
+  writable(): boolean {
+    try {
+      this.db.prepare("BEGIN IMMEDIATE").run();
+      this.db.prepare("ROLLBACK").run();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Plugin instances heard from since `since`. */
+  livePlugins(since: number): number {
+    return this.tables.plugins.liveSince(since);
+  }
+
+  /** Everything the session page shows about one session, or null for an unknown one. */
+  sessionDetail(
+    sessionId: string,
+    opts: { now: number; liveWindowMs: number; thresholds: Record<string, number> },
+  ): SessionDetail | null {
+    return readSessionDetail(this.tables, sessionId, opts);
+  }
+
+  // ---- marks --------------------------------------------------------------
+
+  /**
+   * An admin marks a flagged session "false alarm" or "confirmed loop" (who and
+   * when are kept; a later mark replaces it). A false alarm also lifts every
+   * refusal in the session's tree, the way Resume does: the tree's refusal and
+   * mode state, and each session refused on its own.
+   */
+  mark(sessionId: string, kind: MarkKind, by: string, at: number): MarkResult {
+    const t = this.tables;
+    return this.db.transaction((): MarkResult => {
+      const s = t.sessions.get(sessionId);
+      if (!s) return { ok: false, status: 404, error: `no session ${sessionId}` };
+      if (s.worst === "ok" && s.flags === 0)
+        return { ok: false, status: 409, error: `session ${sessionId} was never flagged` };
+      const root = s.root_id;
+      const mark: MarkView = { kind, by, at, verdict: s.verdict, reason: s.reason };
+      t.marks.set({
+        session_id: sessionId,
+        root_id: root,
+        kind,
+        verdict: s.verdict,
+        reason: s.reason,
+        marked_by: by,
+        marked_at: at,
+      });
+      t.counters.bump(`marks_total:${kind}`);
+      const lifted: string[] = [];
+      if (kind === "false_alarm") {
+        const reason = `false alarm (${sessionId})`;
+        if (t.refusals.get("tree", root)?.state === "stopped") {
+          t.refusals.set({ scope: "tree", key: root, state: "running", by, at, reason });
+          t.sessions.clearStopped("tree", root);
+          lifted.push(`tree ${root}`);
+        }
+        for (const key of t.refusals.stoppedSessionsInTree(root)) {
+          t.refusals.set({ scope: "session", key, state: "running", by, at, reason });
+          t.sessions.clearStopped("session", key);
+          lifted.push(`session ${key}`);
+        }
+        // The mode's hold on the tree goes too: hard stop, cap, recovery count, open directives.
+        this.modes.resumeTree(root, at);
+      }
+      return { ok: true, rootId: root, lifted, mark };
+    })();
+  }
+
+  /** Removes a session's mark; returns its tree's root, or null when it had none. */
+  unmark(sessionId: string): string | null {
+    const m = this.tables.marks.get(sessionId);
+    if (!m) return null;
+    this.tables.marks.delete(sessionId);
+    return m.root_id;
+  }
+
+  /** Every mark as a calibrate labels document (false alarm: healthy, confirmed loop: loop). */
+  labels(): LabelsDoc {
+    const doc: LabelsDoc = {};
+    for (const m of this.tables.marks.all())
+      doc[m.session_id] = {
+        label: labelOfMark(m.kind),
+        mark: m.kind,
+        by: m.marked_by,
+        at: m.marked_at,
+        verdict: m.verdict,
+      };
+    return doc;
   }
 
   // ---- knob overrides -----------------------------------------------------
@@ -226,6 +330,7 @@ export class Store implements GateStore {
         transitions: t.transitions.prune(cutoff),
         requests: t.requests.prune(cutoff),
         ticks: t.ticks.prune(cutoff),
+        samples: t.samples.prune(cutoff),
         refusalLog: refusals.log,
         plugins: t.plugins.prune(cutoff),
         sessions: t.sessions.prune(cutoff),

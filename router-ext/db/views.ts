@@ -34,5 +34,15 @@ export function sessionView(r: SessionListRow, opts: { now: number; liveWindowMs
     stopped_at: sessStopped ? r.sess_at : treeStopped ? r.tree_at : null,
     spend_source: gate ? "gate" : "reporter",
     cannot_act: r.cannot_act ?? null,
+    mark:
+      r.mark_kind && r.mark_by !== null && r.mark_at !== null
+        ? {
+            kind: r.mark_kind,
+            by: r.mark_by,
+            at: r.mark_at,
+            verdict: r.mark_verdict ?? r.verdict,
+            reason: r.mark_reason,
+          }
+        : null,
   };
 }

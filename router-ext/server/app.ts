@@ -10,10 +10,12 @@ import type { EventsResponse, Health, KnobView, SessionsResponse, TreesResponse 
 import { schemaVersion } from "../db/migrations.ts";
 import type { IngestResult, Store } from "../db/store.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
+import { byName, issuesOf, jsonBody } from "./admin-body.ts";
 import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews } from "./knobs.ts";
 import type { LiveConfig } from "./live-config.ts";
 import { renderMetrics } from "./metrics.ts";
 import { bearerToken, isLoopbackHost, safeEqual } from "./security.ts";
+import { sessionRoutes } from "./session-routes.ts";
 
 export interface AppDeps {
   store: Store;
@@ -40,11 +42,6 @@ export interface AppDeps {
   openApps?: HonoType[];
 }
 
-const byName = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[\x20-\x7e]+$/, "printable ASCII");
 const treeActionSchema = z.strictObject({ by: byName.optional() });
 const rootIdSchema = z.string().min(1).max(200);
 const knobPutSchema = z.strictObject({
@@ -52,25 +49,6 @@ const knobPutSchema = z.strictObject({
   value: z.unknown(),
   by: byName.optional(),
 });
-
-function issuesOf(error: z.ZodError): string[] {
-  return error.issues.flatMap((i) =>
-    i.code === "unrecognized_keys"
-      ? i.keys.map((k) => `${[...i.path, k].join(".")}: unknown field`)
-      : [`${i.path.join(".") || "(root)"}: ${i.message}`],
-  );
-}
-
-/** Reads a JSON body that may be empty ({}), or returns null when it is not JSON. */
-async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok: false }> {
-  const text = await c.req.text();
-  if (text.trim() === "") return { ok: true, value: {} };
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch {
-    return { ok: false };
-  }
-}
 
 /**
  * @example
@@ -164,7 +142,11 @@ export function createApp(deps: AppDeps): Hono {
       db,
       schema_version: version,
       mode: config.get().progress.mode,
-      watchdog: tick ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged } : null,
+      watchdog: tick
+        ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged, servers: tick.servers }
+        : null,
+      plugins_live: db === "ok" ? store.livePlugins(now() - liveWindow()) : 0,
+      db_writable: db === "ok" && store.writable(),
     } satisfies Health;
     return c.json(health, db === "ok" ? 200 : 503);
   });
@@ -284,6 +266,7 @@ export function createApp(deps: AppDeps): Hono {
     return c.json({ path, value: displayValue(spec, getPath(r.config, path)) });
   });
 
+  api.route("/", sessionRoutes({ store, config, now, log, liveWindow }));
   for (const sub of deps.adminApps ?? []) api.route("/", sub);
   app.route("/", api);
   for (const sub of deps.openApps ?? []) app.route("/", sub);

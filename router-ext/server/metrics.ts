@@ -94,6 +94,18 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
   );
   t.metric("stallguard_alerts_total", "counter", "Alerts handed to the notifier.", [[{}, c("alerts_total")]]);
   t.metric(
+    "stallguard_marks_total",
+    "counter",
+    "Flagged sessions an admin marked, by kind (false_alarm, confirmed_loop).",
+    byLabel("kind", ["false_alarm", "confirmed_loop"], "marks_total"),
+  );
+  t.metric(
+    "stallguard_marked_sessions",
+    "gauge",
+    "Sessions carrying an admin's mark now, by kind.",
+    (["false_alarm", "confirmed_loop"] as const).map((k) => [{ kind: k }, s.marks[k]]),
+  );
+  t.metric(
     "stallguard_watchdog_last_tick_seconds",
     "gauge",
     "When the watchdog last reported (unix seconds; 0 = never).",

@@ -3,12 +3,33 @@
 // records; live message.part.updated events carry the same part shape.
 import { isInjectedTurn, isResumeTurn, type TextPartLike, userTextHash } from "../injected.ts";
 import { num, obj, text } from "../read.ts";
-import { type CallContext, callContext, toToolCall } from "../tool-call.ts";
+import { answerOutcome, type CallContext, callContext, toToolCall } from "../tool-call.ts";
 import type { Observation, ToolCall, TurnObservation } from "../types.ts";
 
 export interface StoredMessage {
   info: unknown;
   parts: unknown;
+}
+
+/** Where a loader that drops tool output keeps the answer's hash in the part's state (not an opencode field). */
+export const STORED_OUTCOME = "stallguard_outcome";
+
+/**
+ * Replaces a finished tool part's output with its hash, in place: what the
+ * replay needs of the answer, without holding the text.
+ */
+export function slimToolPart(part: Record<string, unknown>): void {
+  const state = part.state;
+  if (part.type !== "tool" || typeof state !== "object" || state === null) return;
+  const s = state as Record<string, unknown>;
+  if (!("output" in s) || (s.status !== "completed" && s.status !== "error")) return;
+  s[STORED_OUTCOME] = answerOutcome({
+    tool: text(part.tool) ?? "unknown",
+    metadata: s.metadata,
+    status: s.status,
+    output: typeof s.output === "string" ? s.output : s.error,
+  });
+  delete s.output;
 }
 
 export interface StoredSession {
@@ -36,6 +57,7 @@ export function fromToolPart(
       metadata: state.metadata,
       status,
       output: typeof state.output === "string" ? state.output : state.error,
+      ...(STORED_OUTCOME in state ? { outcome: (state[STORED_OUTCOME] as string | null) ?? null } : {}),
     },
     callContext(ctx, ctx.sessionId, num(time.end) || num(time.start) || ctx.time || 0),
   );

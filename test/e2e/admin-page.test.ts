@@ -1,7 +1,8 @@
 // The admin page in real headless Chromium against the real server: a seeded
-// looping tree shows up with its verdict and top target, Resume lifts the
-// admin Stop (checked through the API and at the gate), the token survives in IndexedDB, a bad
-// token gets a clear 401, and a knob edit round-trips through PUT /api/knobs.
+// looping tree shows up with its verdict and top target, its session page has
+// the incident report, Resume lifts the admin Stop (checked through the API
+// and at the gate), the token survives in IndexedDB, a bad token gets a clear
+// 401, and a knob edit on the Knobs page round-trips through PUT /api/knobs.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -81,11 +82,14 @@ describe("admin page (real Chromium, real server)", () => {
       "running",
     );
 
-    await child.locator("button").click();
-    const reportRow = tree.locator(`tr[data-report-for="${CHILD}"]`);
-    expect(await reportRow.locator("pre").textContent()).toBe(report);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "admin-sessions.png") });
+    // The session page (a click on the session) has the incident report; back to the readout.
+    await child.locator("a.session-link").click();
+    expect(await page.locator("#session-report").textContent()).toBe(report);
+    expect(page.url()).toBe(`${srv().url}/admin#view=session&id=${CHILD}`);
+    await page.locator("a.back").click();
+    await tree.locator("button.resume").waitFor();
 
     await tree.locator("button.resume").click();
     await tree.locator('[data-state="running"]').waitFor();
@@ -100,8 +104,6 @@ describe("admin page (real Chromium, real server)", () => {
     expect(allowedAgain.status).toBe(200);
     expect(allowedAgain.body.choices[0].message.content).toBe("running again");
     expect(env.model.requests).toHaveLength(1);
-    // The report stayed open across the refresh the Resume triggered.
-    expect(await reportRow.count()).toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, "admin-sessions-resumed.png") });
 
     // Auto-refresh: a verdict reported while the page is open shows up without a click.
@@ -132,11 +134,12 @@ describe("admin page (real Chromium, real server)", () => {
   });
 
   it("edits a knob: a bad value shows the server's error, a good one persists", async () => {
-    const page = await env.openPage("");
+    const page = await env.openPage("#view=knobs");
     const row = page.locator('[data-knob="thresholds.top_warn"]');
     const input = row.locator("input");
     await input.waitFor();
     expect(await input.inputValue()).toBe("6");
+    expect(await row.locator(".changed").isHidden()).toBe(true);
 
     await input.fill("1");
     await input.press("Tab");
@@ -155,6 +158,9 @@ describe("admin page (real Chromium, real server)", () => {
       value: 7,
       overridden: true,
     });
+    // Changed from the default (6): marked so; the Sessions readout is not on this page.
+    expect(await row.locator(".changed").isVisible()).toBe(true);
+    expect(await page.locator("#sessions").isHidden()).toBe(true);
 
     // A duration knob takes text such as "90s"; the excluded knobs are listed with a reason.
     const interval = page.locator('[data-knob="watchdog.interval"] input');
@@ -167,8 +173,9 @@ describe("admin page (real Chromium, real server)", () => {
 
     await page.screenshot({ path: join(ARTIFACTS, "admin-knobs.png"), fullPage: true });
 
-    // Notifier panel: the test button reports the delivery result (no session D-Bus here, so
-    // it fails and says so), and the enabled toggle is PATCHed.
+    // Notifier panel (the "Alerts and breaker" page): the test button reports the delivery
+    // result (no session D-Bus here, so it fails and says so), and the enabled toggle is PATCHed.
+    await page.locator('a[data-nav="activity"]').click();
     const channel = page.locator('[data-channel="desktop"]');
     await channel.getByRole("button", { name: "Send test alert" }).click();
     // A failed delivery is retried once, a second later: the result comes after that.
@@ -183,6 +190,7 @@ describe("admin page (real Chromium, real server)", () => {
     await expect.poll(() => page.locator("#deliveries-body tr.failed").count()).toBeGreaterThan(0);
 
     // Persisted: a fresh load shows the new values.
+    await page.locator('a[data-nav="knobs"]').click();
     await page.reload();
     await input.waitFor();
     expect(await input.inputValue()).toBe("7");

@@ -40,7 +40,7 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     expect(state.trips).toHaveLength(1);
     expect(state.trips[0]).toMatchObject({ model: LOOPY, fallback: null, stalled_trees: 3, served_trees: 4 });
 
-    const page = await env.openPage(`#token=${TOKEN}`);
+    const page = await env.openPage(`#view=activity&token=${TOKEN}`);
     const section = page.locator("section#breaker");
     const row = section.locator(`tr[data-model="${LOOPY}"]`);
     await row.waitFor();
@@ -61,7 +61,8 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     // Advisory: the gate leaves lab/loopy's traffic alone.
     expect(await chat(LOOPY, "ses_ba_probe")).toBeNull();
 
-    // The breaker knobs have controls; the fallbacks record is edited as JSON.
+    // The breaker knobs have controls (on the Knobs page); the fallbacks record is edited as JSON.
+    await page.locator('a[data-nav="knobs"]').click();
     for (const k of ["min_sessions", "window", "rate_ratio", "cooldown", "fallbacks"])
       await page.locator(`[data-knob="breaker.${k}"]`).waitFor();
     const fallbacks = page.locator('[data-knob="breaker.fallbacks"] textarea');
@@ -73,6 +74,7 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     const before = env.model.requests.length;
     expect(await chat(LOOPY, "ses_ba_routed")).toBe(`${LOOPY} -> lab/fallback`);
     expect(env.model.requests[before]?.body.model).toBe("lab/fallback");
+    await page.locator('a[data-nav="activity"]').click();
     await expect.poll(() => row.locator("td").nth(3).textContent(), { timeout: 10_000 }).toBe("lab/fallback");
     mkdirSync(ARTIFACTS, { recursive: true });
     await section.screenshot({ path: join(ARTIFACTS, "admin-breaker.png") });

@@ -29,6 +29,28 @@ export interface AdminEnv {
   close(): Promise<void>;
 }
 
+/** Headless Chromium (Debian's) with a profile in `profileDir`. */
+export function launchChromium(
+  profileDir: string,
+  viewport = { width: 1400, height: 1000 },
+): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(profileDir, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport,
+  });
+}
+
 /** Starts the upstream, the router (config.local.yaml = `localYaml`) and Chromium under `tmp`. */
 export async function startAdminEnv(opts: {
   tmp: string;
@@ -50,21 +72,7 @@ export async function startAdminEnv(opts: {
     watchdog: false,
     log: () => {},
   });
-  const context = await chromium.launchPersistentContext(join(opts.tmp, "chromium-profile"), {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: opts.viewport ?? { width: 1400, height: 1000 },
-  });
+  const context = await launchChromium(join(opts.tmp, "chromium-profile"), opts.viewport);
   const problems: string[] = [];
   return {
     srv,

@@ -2,15 +2,12 @@
 // sweep table, and the HTML report (self-contained, ASCII, SVG per session).
 import { describe, expect, test } from "vitest";
 import { repeated } from "../../router-ext/calibrate/args.ts";
+import { bandsOf, html, renderHtml, timelineSvg } from "../../router-ext/calibrate/html-report.ts";
 import {
   ascii,
-  bandsOf,
-  html,
-  renderHtml,
   renderSummary,
   renderSweep,
   renderTable,
-  timelineSvg,
   toJsonDoc,
 } from "../../router-ext/calibrate/render.ts";
 import type { SweepResult } from "../../router-ext/calibrate/sweep.ts";

@@ -18,6 +18,7 @@ import {
   loadServer,
   sessionsFromExport,
 } from "../../router-ext/calibrate/sources.ts";
+import { configSchema, policyFromConfig, type ReplaySession, replay } from "../../shared/index.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const recorded = (name: string) =>
@@ -112,14 +113,34 @@ describe("opencode.db, read-only", () => {
     };
     expect(first.info.role).toBe("assistant");
     const tool = first.parts.find((p) => p.type === "tool") as { state: Record<string, unknown> };
-    // Tool output is dropped on load: not needed to judge.
+    // Tool output is dropped on load; only its hash is kept (the same-result signal needs it).
     expect(tool.state.output).toBeUndefined();
+    expect(tool.state.stallguard_outcome).toMatch(/^[0-9a-f]{32}$/);
     const original = recorded("read-loop").messages[1]?.parts.find((p) => p.type === "tool") as {
       state: { input: unknown; output: unknown };
     };
     expect(original.state.output).toBeTypeOf("string");
     expect(tool.state.input).toEqual(original.state.input);
     expect(byId.get(recorded("sub-agent-child").info.id)?.parentId).toBe(recorded("sub-agent").info.id);
+  });
+
+  test("the recorded corpus replays the same from opencode.db as from its exports (answers hashed on load)", async () => {
+    const docs = readdirSync(RECORDED)
+      .filter((f) => f.endsWith(".json") && f !== "labels.json")
+      .map((f) => JSON.parse(readFileSync(join(RECORDED, f), "utf8")) as ExportDoc);
+    const path = join(tmp, "recorded.db");
+    writeOpencodeDb(path, docs);
+    // Thresholds low enough that a polling session whose answer moves differs from one that repeats it.
+    const policy = policyFromConfig(
+      configSchema.parse({ thresholds: { top_warn: 3, stall_turns: 2, dup_warn: 0.2, fail_warn: 2 } }),
+    );
+    const view = (sessions: ReplaySession[]) =>
+      replay(sessions, policy)
+        .map((r) => `${r.id} ${r.worst} ${r.first_flag_call} ${r.reason}`)
+        .sort();
+    const fromDb = await loadOpencodeDb(path);
+    expect(view(fromDb.sessions)).toEqual(view(loadExports([RECORDED]).sessions));
+    expect(view(fromDb.sessions).filter((l) => !l.includes(" ok "))).toHaveLength(8);
   });
 
   test("never changes the file: same bytes and mtime after a plain and a --copy read", async () => {

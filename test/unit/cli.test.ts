@@ -6,29 +6,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { defaultBinPath } from "../../router-ext/cli/install-units.ts";
-import type { CliIo } from "../../router-ext/cli/io.ts";
 import { run } from "../../router-ext/cli/run.ts";
+import { testIo as cliIo } from "../helpers/cli-io.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const tmp = mkdtempSync(join(tmpdir(), "stallguard-cli-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** An io that records what a verb prints; stop() is the signal a long-running verb waits for. */
-function testIo(env: NodeJS.ProcessEnv = {}) {
-  let out = "";
-  let err = "";
-  let stop: (signal: string) => void = () => undefined;
-  const io: CliIo = {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env: { HOME: tmp, XDG_STATE_HOME: join(tmp, "state"), XDG_DATA_HOME: join(tmp, "data"), ...env },
-    now: Date.now,
-    stopped: new Promise((r) => {
-      stop = r;
-    }),
-  };
-  return { io, out: () => out, err: () => err, stop: (s: string) => stop(s) };
-}
+const testIo = (env: NodeJS.ProcessEnv = {}) => cliIo(tmp, env);
 
 const quietConfig = join(tmp, "quiet.yaml");
 writeFileSync(quietConfig, "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n");

@@ -47,6 +47,20 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   return el as T;
 }
 
+/** A table with a header row; `empty` fills one row when there are no rows. */
+export function dataTable(cls: string, cols: string[], rows: HTMLElement[], empty: string): HTMLTableElement {
+  return h(
+    "table",
+    { class: cls },
+    h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col" }, c)))),
+    h(
+      "tbody",
+      {},
+      ...(rows.length ? rows : [h("tr", {}, h("td", { colspan: cols.length, class: "dim" }, empty))]),
+    ),
+  );
+}
+
 /** A button wired to an async action; disabled while it runs. */
 export function button(
   label: string,

@@ -1,6 +1,7 @@
-// Every knob the API lists, with a control for its kind; a change is PUT at
-// once and the server's 400 message is shown beside the control. The knobs
-// deliberately left out of the page are listed with their reason.
+// Every knob the API lists, grouped by section, with a control for its kind,
+// its default and a "changed" mark when its value is not the default; a change
+// is PUT at once and the server's 400 message is shown beside the control. The
+// knobs deliberately left out of the page are listed with their reason.
 import type { Api } from "./api.ts";
 import { button, h, replace } from "./dom.ts";
 import { displayValue, isNullable, knobSection, parseControl } from "./knob-value.ts";
@@ -86,6 +87,11 @@ function defaultText(k: Knob): string {
   return displayValue(k, k.default) || "(none)";
 }
 
+/** The value differs from the shipped default (from a config file or this page). */
+export function isChanged(knob: Pick<Knob, "value" | "default">): boolean {
+  return JSON.stringify(knob.value) !== JSON.stringify(knob.default);
+}
+
 function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
   const control = controlFor(knob);
   const status = h("span", { class: "knob-status", role: "status" });
@@ -96,6 +102,11 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
     " (set here)",
   );
   mark.hidden = knob.overridden !== true;
+  const changed = h("span", { class: "warn changed", title: "differs from the default" }, " changed");
+  const showChanged = () => {
+    changed.hidden = !isChanged(knob);
+  };
+  showChanged();
   const save = async (raw: string | boolean) => {
     const parsed = parseControl(knob, raw);
     status.textContent = "";
@@ -114,6 +125,7 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
       knob.value = res && "value" in res ? res.value : parsed.value;
       knob.overridden = true;
       mark.hidden = false;
+      showChanged();
       setControl(control, knob, knob.value);
       status.textContent = "saved";
     } catch (err) {
@@ -135,6 +147,7 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
         knob.value = res && "value" in res ? res.value : knob.default;
         knob.overridden = false;
         mark.hidden = true;
+        showChanged();
         setControl(control, knob, knob.value);
         control.removeAttribute("aria-invalid");
         status.textContent = "reset";
@@ -147,7 +160,7 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
   return h(
     "tr",
     { "data-knob": knob.path, "data-kind": knob.kind },
-    h("td", {}, h("label", { for: control.id }, knob.path), mark),
+    h("td", {}, h("label", { for: control.id }, knob.path), changed, mark),
     h("td", {}, control, " ", reset, " ", status, " ", errorBox),
     h("td", { class: "dim" }, knob.kind, rangeText(knob) ? ` ${rangeText(knob)}` : ""),
     h(

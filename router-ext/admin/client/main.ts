@@ -1,12 +1,15 @@
 // The admin page's entry point (bundled by deploy/build.mjs to dist/admin/app.js).
-// Token from the fragment or IndexedDB, then a refresh loop over the API.
+// Token from the fragment or IndexedDB, then a refresh loop over the API; the
+// fragment's view (views.ts) picks what is shown: the Sessions readout, a
+// session page, alerts and the breaker, or the knobs.
 import * as z from "zod/mini";
 import { parseDuration } from "../../../shared/duration.ts";
 import { type Api, ApiError, createApi } from "./api.ts";
 import { byId, h, replace } from "./dom.ts";
 import { renderEvents } from "./events-view.ts";
-import { fmtAgo, fmtTime, toMs } from "./format.ts";
+import { fmtAgo, fmtTime } from "./format.ts";
 import { renderKnobs } from "./knobs-view.ts";
+import { exportLabels } from "./labels-export.ts";
 import { renderChannels, renderDeliveries } from "./notifier-view.ts";
 import {
   channelSchema,
@@ -21,6 +24,7 @@ import {
   parseRows,
   sessionRowSchema,
 } from "./schemas.ts";
+import { loadSessionPage } from "./session-page.ts";
 import { renderSessions } from "./sessions-view.ts";
 import {
   createTokenStore,
@@ -30,6 +34,8 @@ import {
   tokenFromFragment,
 } from "./token.ts";
 import { mountBreaker } from "./trips.ts";
+import { parseView, type View } from "./views.ts";
+import { WATCHDOG_NOTE, watchdogState } from "./watchdog-line.ts";
 
 // The page's CSP has no 'unsafe-eval': keep zod from probing for it.
 z.config({ jitless: true });
@@ -56,6 +62,8 @@ const el = {
   channels: byId("channels-body"),
   knobs: byId("knobs-body"),
   reloadKnobs: byId<HTMLButtonElement>("reload-knobs"),
+  session: byId("session-body"),
+  marksLine: byId("marks-line"),
 };
 
 const store = createTokenStore((msg) => setStatus(msg, true));
@@ -65,7 +73,7 @@ let api: Api | null = null;
 let generation = 0;
 let timer: ReturnType<typeof setTimeout> | undefined;
 let knobs: Knob[] = [];
-const openReports = new Set<string>();
+let view: View = parseView(location.hash);
 
 function setStatus(text: string, error = false): void {
   el.status.textContent = text;
@@ -103,25 +111,73 @@ async function guarded<T>(label: string, op: () => Promise<T>, errors: string[])
 
 function watchdogLine(health: Health, now: number): HTMLElement {
   const wd = health.watchdog;
-  const parts: (string | HTMLElement)[] = [`router ${health.version}, db ${health.db}; `];
-  if (!wd || toMs(wd.last_tick_at) === null) {
-    parts.push(h("span", { class: "warn", "data-watchdog": "none" }, "watchdog: no tick recorded"));
-  } else {
-    const raw = knobs.find((k) => k.path === "watchdog.interval")?.value;
-    const interval = typeof raw === "string" ? parseDuration(raw) : typeof raw === "number" ? raw : undefined;
-    const age = now - (toMs(wd.last_tick_at) ?? now);
-    const late = interval !== undefined && interval > 0 && age > 3 * interval;
-    parts.push(
-      h(
-        "span",
-        { class: late || wd.blind ? "warn" : "", "data-watchdog": late ? "late" : wd.blind ? "blind" : "ok" },
-        `watchdog: last tick ${fmtAgo(wd.last_tick_at, now)} (${fmtTime(wd.last_tick_at)})`,
-        late ? ", LATE: not running?" : "",
-        wd.blind ? ", BLIND: no opencode server answered" : "",
-      ),
-    );
-  }
+  const raw = knobs.find((k) => k.path === "watchdog.interval")?.value;
+  const interval = typeof raw === "string" ? parseDuration(raw) : typeof raw === "number" ? raw : undefined;
+  const enabled = knobs.find((k) => k.path === "watchdog.enabled")?.value !== false;
+  const state = watchdogState(health, interval, now, enabled);
+  const plugins = health.plugins_live === undefined ? "" : `, ${health.plugins_live} plugin(s) live`;
+  const parts: (string | HTMLElement)[] = [`router ${health.version}, db ${health.db}${plugins}; `];
+  const cls = state === "none" || state === "late" || state === "blind" ? "warn" : "";
+  const note = WATCHDOG_NOTE[state];
+  parts.push(
+    h(
+      "span",
+      { class: cls, "data-watchdog": state },
+      !wd || state === "none" || state === "off"
+        ? `watchdog: ${note}`
+        : `watchdog: last tick ${fmtAgo(wd.last_tick_at, now)} (${fmtTime(wd.last_tick_at)})${note ? `, ${note}` : ""}`,
+    ),
+  );
   return h("span", {}, ...parts);
+}
+
+/** Shows the sections of the current view and marks its nav link. */
+function showView(): void {
+  for (const section of el.app.querySelectorAll<HTMLElement>("[data-view]"))
+    section.hidden = section.dataset.view !== view.name;
+  for (const a of document.querySelectorAll<HTMLElement>("[data-nav]")) {
+    const current = a.dataset.nav === view.name || (view.name === "session" && a.dataset.nav === "sessions");
+    if (current) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+}
+
+async function openView(): Promise<void> {
+  view = parseView(location.hash);
+  showView();
+  if (view.name === "session") await showSession(view.id);
+}
+
+async function showSession(id: string): Promise<void> {
+  if (!api) return;
+  await loadSessionPage(id, {
+    root: el.session,
+    api,
+    unauthorized,
+    setStatus,
+    refreshReadout: refresh,
+  });
+}
+
+function marksLine(rows: Array<{ mark?: { kind: string } | null }>): HTMLElement[] {
+  const falseAlarms = rows.filter((r) => r.mark?.kind === "false_alarm").length;
+  const loops = rows.filter((r) => r.mark?.kind === "confirmed_loop").length;
+  const exportButton = h("button", { type: "button", class: "small", id: "export-labels" }, "Export labels");
+  exportButton.addEventListener("click", async () => {
+    if (!api) return;
+    try {
+      const n = await exportLabels(api);
+      setStatus(`exported ${n} label(s) to stallguard-labels.json`);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return unauthorized();
+      setStatus(`export labels: ${(err as Error).message}`, true);
+    }
+  });
+  return [
+    h("span", {}, `marks: ${falseAlarms} false alarm(s), ${loops} confirmed loop(s) `),
+    exportButton,
+    h("span", {}, " for stallguard calibrate --labels"),
+  ];
 }
 
 async function treeAction(rootId: string, action: "stop" | "resume"): Promise<void> {
@@ -163,7 +219,6 @@ async function refresh(): Promise<void> {
         now,
         serverVersion: h1?.success ? h1.data.version : null,
         hideOk: prefs.hideOk,
-        openReports,
         stop: (root) => treeAction(root, "stop"),
         resume: (root) => treeAction(root, "resume"),
       });
@@ -174,6 +229,7 @@ async function refresh(): Promise<void> {
         ", ",
         h("span", { class: counts.refusedTrees ? "refused" : "" }, `${counts.refusedTrees} refused trees`),
       );
+      replace(el.marksLine, ...marksLine(parsed.rows));
     }
     if (events !== undefined) {
       const parsed = parseRows(listIn(events, "events") ?? [], eventSchema, "events");
@@ -232,6 +288,7 @@ function schedule(gen: number): void {
   timer = setTimeout(async () => {
     if (gen !== generation) return;
     await refresh();
+    if (gen === generation && view.name === "session") await showSession(view.id);
     if (gen === generation) schedule(gen);
   }, REFRESH_MS);
 }
@@ -244,7 +301,8 @@ async function start(token: string): Promise<void> {
   el.app.hidden = false;
   setStatus("loading");
   mountBreaker(api, () => gen === generation);
-  await Promise.all([loadKnobs(), loadChannels(), refresh()]);
+  showView();
+  await Promise.all([loadKnobs(), loadChannels(), refresh(), openView()]);
   if (gen === generation) schedule(gen);
 }
 
@@ -272,7 +330,8 @@ async function boot(): Promise<void> {
     void store.savePrefs(prefs);
     void refresh();
   });
-  el.refreshNow.addEventListener("click", () => void refresh());
+  el.refreshNow.addEventListener("click", () => void refresh().then(openView));
+  window.addEventListener("hashchange", () => void openView());
   el.reloadKnobs.addEventListener("click", () => void loadKnobs());
   el.forget.addEventListener("click", async () => {
     await store.forget();

@@ -1,17 +1,17 @@
 // The Sessions readout: one tbody per session tree, root first, children
-// indented, a Stop and a Resume button per tree, an expandable incident report
-// per session. Rebuilt on every refresh; open reports stay open.
+// indented, a Stop and a Resume button per tree; each session links to its
+// session page and shows an admin's mark. Rebuilt on every refresh.
 import { button, h, replace } from "./dom.ts";
-import { fmtAgo, fmtInt, fmtTime, fmtUsd, toMs } from "./format.ts";
+import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd, toMs } from "./format.ts";
 import type { SessionRow } from "./schemas.ts";
 import { groupTrees, type Tree, verdictRank } from "./trees.ts";
+import { viewHash } from "./views.ts";
 
 export interface SessionsContext {
   now: number;
   /** The router's version: a plugin reporting another one is marked stale. */
   serverVersion: string | null;
   hideOk: boolean;
-  openReports: Set<string>;
   stop(rootId: string): Promise<void>;
   resume(rootId: string): Promise<void>;
 }
@@ -28,7 +28,7 @@ const COLUMNS = [
   "source",
   "plugin",
   "refused / stopped",
-  "report",
+  "mark",
 ];
 
 function isQuiet(tree: Tree<SessionRow>): boolean {
@@ -57,6 +57,15 @@ function verdictCell(r: SessionRow): HTMLTableCellElement {
     h("span", { class: `v v-${r.verdict.replace(/[^a-z_]/g, "")}` }, r.verdict),
   );
   if (r.reason && r.verdict !== "ok") td.append(" ", h("span", { class: "dim" }, `(${r.reason})`));
+  if (r.verdict !== "ok" || r.flags > 0)
+    td.append(
+      " ",
+      h(
+        "a",
+        { href: viewHash({ name: "session", id: r.session_id }), class: "why", title: "the session page" },
+        "why?",
+      ),
+    );
   if ((r.worst !== null && r.worst !== r.verdict) || r.flags > 0)
     td.append(h("br"), h("span", { class: "dim" }, `worst ${r.worst ?? "-"}, flagged ${r.flags}x`));
   return td;
@@ -92,36 +101,29 @@ function stoppedCell(r: SessionRow, now: number): HTMLTableCellElement {
   return td;
 }
 
-function sessionRows(
-  tree: Tree<SessionRow>,
-  ctx: SessionsContext,
-  rerender: () => void,
-): HTMLTableRowElement[] {
+function markCell(r: SessionRow, now: number): HTMLTableCellElement {
+  const m = r.mark;
+  if (!m) return h("td", { class: "mark" }, "-");
+  return h(
+    "td",
+    { class: "mark", "data-mark": m.kind, title: fmtTime(m.at) },
+    h("span", { class: m.kind }, fmtMark(m.kind)),
+    h("br"),
+    h("span", { class: "dim" }, `${m.by} ${fmtAgo(m.at, now)}`),
+  );
+}
+
+function sessionRows(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRowElement[] {
   const out: HTMLTableRowElement[] = [];
   for (const { row: r, depth } of tree.rows) {
     const idCell = h(
       "td",
       { class: "sid", title: r.session_id },
       depth > 0 ? h("span", { class: "dim" }, "+- ") : null,
-      r.session_id,
+      h("a", { href: viewHash({ name: "session", id: r.session_id }), class: "session-link" }, r.session_id),
       r.session_id === tree.rootId ? h("span", { class: "dim" }, " (root)") : null,
     );
     idCell.style.paddingLeft = `${0.4 + depth * 1.6}em`;
-    const open = ctx.openReports.has(r.session_id);
-    const reportCell = h("td");
-    if (r.report) {
-      reportCell.append(
-        button(
-          open ? "hide" : "show",
-          () => {
-            if (ctx.openReports.has(r.session_id)) ctx.openReports.delete(r.session_id);
-            else ctx.openReports.add(r.session_id);
-            rerender();
-          },
-          { class: "small", "aria-expanded": open ? "true" : "false" },
-        ),
-      );
-    } else reportCell.append("-");
     out.push(
       h(
         "tr",
@@ -146,22 +148,15 @@ function sessionRows(
         h(
           "td",
           { class: "target" },
-          r.top_target ? `${r.top_target} x${fmtInt(r.top_target_count ?? 0)}` : "-",
+          r.top_target ?? "-",
+          r.top_target ? h("span", { class: "count" }, ` x${fmtInt(r.top_target_count ?? 0)}`) : null,
         ),
         h("td", {}, r.source),
         pluginCell(r, ctx.serverVersion),
         stoppedCell(r, ctx.now),
-        reportCell,
+        markCell(r, ctx.now),
       ),
     );
-    if (open && r.report)
-      out.push(
-        h(
-          "tr",
-          { class: "report", "data-report-for": r.session_id },
-          h("td", { colspan: COLUMNS.length }, h("pre", {}, r.report)),
-        ),
-      );
   }
   return out;
 }
@@ -202,12 +197,11 @@ export function renderSessions(
   rows: SessionRow[],
   ctx: SessionsContext,
 ): { trees: number; hidden: number; flagged: number; refusedTrees: number } {
-  const rerender = () => renderSessions(table, rows, ctx);
   const trees = groupTrees(rows).sort(treeOrder);
   const shown = ctx.hideOk ? trees.filter((t) => !isQuiet(t)) : trees;
   const head = h("thead", {}, h("tr", {}, ...COLUMNS.map((c) => h("th", { scope: "col" }, c))));
   const bodies = shown.map((t) =>
-    h("tbody", { class: "tree", "data-root": t.rootId }, treeHead(t, ctx), ...sessionRows(t, ctx, rerender)),
+    h("tbody", { class: "tree", "data-root": t.rootId }, treeHead(t, ctx), ...sessionRows(t, ctx)),
   );
   if (shown.length === 0)
     bodies.push(

@@ -11,7 +11,7 @@ import {
   parseRows,
 } from "../../api/schemas.ts";
 import { type Api, ApiError } from "./api.ts";
-import { button, h, replace } from "./dom.ts";
+import { button, dataTable, h, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
 
 const REFRESH_MS = 3000;
@@ -20,18 +20,8 @@ const fix = (n: number | null) => (n === null ? "-" : String(Math.round(n * 1000
 const dur = (ms: number | null | undefined) => (typeof ms === "number" && ms > 0 ? formatDuration(ms) : "-");
 const phaseClass = (p: string) => (p === "open" ? "refused" : p === "half_open" ? "warn" : "state running");
 
-function table(cols: string[], rows: HTMLElement[], empty: string, cls: string): HTMLElement {
-  return h(
-    "table",
-    { class: cls },
-    h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col" }, c)))),
-    h(
-      "tbody",
-      {},
-      ...(rows.length ? rows : [h("tr", {}, h("td", { colspan: cols.length, class: "dim" }, empty))]),
-    ),
-  );
-}
+const table = (cols: string[], rows: HTMLElement[], empty: string, cls: string) =>
+  dataTable(cls, cols, rows, empty);
 
 export function renderBreaker(
   root: HTMLElement,
@@ -155,7 +145,12 @@ function sectionBody(): HTMLElement | null {
   const app = document.getElementById("app");
   if (!app) return null;
   const body = h("div", { id: "breaker-body" });
-  const section = h("section", { id: "breaker" }, h("h2", {}, "Model breaker"), body);
+  const section = h(
+    "section",
+    { id: "breaker", "data-view": "activity" },
+    h("h2", {}, "Model breaker"),
+    body,
+  );
   const before = document.getElementById("channels");
   if (before && before.parentElement === app) app.insertBefore(section, before);
   else app.appendChild(section);

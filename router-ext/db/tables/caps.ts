@@ -6,7 +6,9 @@ export function capsTable(db: Database.Database) {
     `INSERT INTO context_caps (root_id, cap, set_at) VALUES (?, ?, ?)
      ON CONFLICT(root_id) DO UPDATE SET cap = excluded.cap, set_at = excluded.set_at`,
   );
-  const get = db.prepare<[string], { cap: number }>("SELECT cap FROM context_caps WHERE root_id = ?");
+  const get = db.prepare<[string], { cap: number; set_at: number }>(
+    "SELECT cap, set_at FROM context_caps WHERE root_id = ?",
+  );
   const del = db.prepare("DELETE FROM context_caps WHERE root_id = ?");
   return {
     set(rootId: string, cap: number, at: number): void {
@@ -14,6 +16,10 @@ export function capsTable(db: Database.Database) {
     },
     get(rootId: string): number | null {
       return get.get(rootId)?.cap ?? null;
+    },
+    /** The cap with when it was set, or null. */
+    row(rootId: string): { cap: number; set_at: number } | null {
+      return get.get(rootId) ?? null;
     },
     delete(rootId: string): void {
       del.run(rootId);

@@ -15,6 +15,8 @@ export interface DirectiveRow {
   done_at: number | null;
 }
 
+import type { DirectiveView } from "../../api/session-detail.ts";
+
 export function directivesTable(db: Database.Database) {
   const q = {
     insert: db.prepare(
@@ -33,6 +35,10 @@ export function directivesTable(db: Database.Database) {
       "UPDATE mode_directives SET done_at = ?, ok = 0, error = ? WHERE root_id = ? AND done_at IS NULL",
     ),
     prune: db.prepare("DELETE FROM mode_directives WHERE created_at < ?"),
+    forTree: db.prepare<[string, number], Omit<DirectiveView, "ok"> & { ok: number | null }>(
+      `SELECT * FROM (SELECT action, session_id, created_at, done_at, ok, error FROM mode_directives
+         WHERE root_id = ? ORDER BY created_at DESC LIMIT ?) ORDER BY created_at`,
+    ),
   };
   return {
     insert(d: Directive, now: number): void {
@@ -55,6 +61,10 @@ export function directivesTable(db: Database.Database) {
     /** Closes a tree's open directives (hard stop, Resume): nothing re-sends them. */
     closeTree(rootId: string, at: number, why: string): void {
       q.closeTree.run(at, why, rootId);
+    },
+    /** A tree's directives (the latest `limit`), oldest first, with their outcome. */
+    forTree(rootId: string, limit: number): DirectiveView[] {
+      return q.forTree.all(rootId, limit).map((r) => ({ ...r, ok: r.ok === null ? null : r.ok === 1 }));
     },
     prune(cutoff: number): number {
       return q.prune.run(cutoff).changes;

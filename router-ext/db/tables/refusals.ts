@@ -54,6 +54,15 @@ export function refusalsTable(db: Database.Database) {
     `SELECT r.key FROM refusals r WHERE r.scope = 'session' AND r.state = 'stopped' AND r.changed_by = ?
        AND r.key IN (SELECT session_id FROM sessions WHERE root_id = ?)`,
   );
+  const historyFor = db.prepare<[string, string, number], RefusalRow>(
+    `SELECT * FROM (SELECT seq, ${cols} FROM refusal_log
+       WHERE (scope = 'session' AND key = ?) OR (scope = 'tree' AND key = ?) ORDER BY seq DESC LIMIT ?)
+     ORDER BY seq`,
+  );
+  const stoppedSessionsInTree = db.prepare<[string], { key: string }>(
+    `SELECT key FROM refusals WHERE scope = 'session' AND state = 'stopped'
+       AND key IN (SELECT session_id FROM sessions WHERE root_id = ?)`,
+  );
   const pruneRunning = db.prepare("DELETE FROM refusals WHERE state = 'running' AND changed_at < ?");
   const pruneLog = db.prepare("DELETE FROM refusal_log WHERE changed_at < ?");
   return {
@@ -77,6 +86,14 @@ export function refusalsTable(db: Database.Database) {
     /** Sessions of a tree stopped by `by` (the modes' own refusals). */
     stoppedInTree(by: string, rootId: string): string[] {
       return stoppedInTree.all(by, rootId).map((r) => r.key);
+    },
+    /** Sessions of a tree refused on their own now, whoever stopped them. */
+    stoppedSessionsInTree(rootId: string): string[] {
+      return stoppedSessionsInTree.all(rootId).map((r) => r.key);
+    },
+    /** The logged changes of one session and of its tree, oldest first (the latest `limit`). */
+    historyFor(sessionId: string, rootId: string, limit: number): RefusalRow[] {
+      return historyFor.all(sessionId, rootId, limit);
     },
     prune(cutoff: number): { refusals: number; log: number } {
       return { refusals: pruneRunning.run(cutoff).changes, log: pruneLog.run(cutoff).changes };

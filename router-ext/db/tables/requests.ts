@@ -2,6 +2,7 @@
 // and timings, never a body. `conversation` is the session id the gate read
 // from X-Router-Conversation.
 import type Database from "better-sqlite3";
+import type { RequestView } from "../../api/session-detail.ts";
 import type { RequestRecord } from "../../gate/store.ts";
 
 export function requestsTable(db: Database.Database) {
@@ -18,6 +19,11 @@ export function requestsTable(db: Database.Database) {
        AND started_at > COALESCE((SELECT MAX(started_at) FROM requests WHERE conversation = ? AND agent = 'compaction'), -1)
      ORDER BY started_at DESC, seq DESC LIMIT 1`,
   );
+  const forConversations = db.prepare<[string, number], Omit<RequestView, "refused"> & { refused: number }>(
+    `SELECT * FROM (SELECT started_at AS at, conversation AS session_id, agent, status, refused, cost_usd, context_tokens, seq
+       FROM requests WHERE conversation IN (SELECT value FROM json_each(?)) ORDER BY started_at DESC, seq DESC LIMIT ?)
+     ORDER BY at, seq`,
+  );
   const prune = db.prepare("DELETE FROM requests WHERE started_at < ?");
   return {
     insert(r: RequestRecord): void {
@@ -31,6 +37,18 @@ export function requestsTable(db: Database.Database) {
     },
     lastContext(sessionId: string): number | undefined {
       return lastContext.get(sessionId, sessionId)?.tokens;
+    },
+    /** The latest `limit` requests of these sessions, oldest first. */
+    forConversations(sessionIds: readonly string[], limit: number): RequestView[] {
+      return forConversations.all(JSON.stringify(sessionIds), limit).map((r) => ({
+        at: r.at,
+        session_id: r.session_id,
+        agent: r.agent,
+        status: r.status,
+        refused: r.refused === 1,
+        cost_usd: r.cost_usd,
+        context_tokens: r.context_tokens,
+      }));
     },
     prune(cutoff: number): number {
       return prune.run(cutoff).changes;

@@ -5,6 +5,7 @@
 import type Database from "better-sqlite3";
 import { VERDICT_RANK, type Verdict } from "../../../shared/types.ts";
 import type { RefusalState, SessionSource, SessionStage } from "../../api/schemas.ts";
+import type { MarkKind } from "./marks.ts";
 
 export interface SessionRow {
   session_id: string;
@@ -45,6 +46,11 @@ export interface SessionListRow extends SessionRow {
   g_turns: number;
   g_usd: number;
   g_ctx: number | null;
+  mark_kind: MarkKind | null;
+  mark_by: string | null;
+  mark_at: number | null;
+  mark_verdict: Verdict | null;
+  mark_reason: string | null;
 }
 
 export interface Identity {
@@ -82,6 +88,38 @@ export interface StatsUpdate {
 
 const worse = (a: Verdict, b: Verdict): Verdict => (VERDICT_RANK[b] > VERDICT_RANK[a] ? b : a);
 
+export interface ChildRow {
+  session_id: string;
+  agent: string | null;
+  verdict: Verdict;
+}
+
+/**
+ * Sessions with their refusals, their mark and the gate's spend since their
+ * last landed change (the session and its direct children), filtered by `where`.
+ */
+function listSql(where: string, tail: string): string {
+  return `SELECT s.*,
+         rt.state AS tree_state, rt.changed_by AS tree_by, rt.changed_at AS tree_at,
+         rs.state AS sess_state, rs.changed_by AS sess_by, rs.changed_at AS sess_at,
+         m.kind AS mark_kind, m.marked_by AS mark_by, m.marked_at AS mark_at,
+         m.verdict AS mark_verdict, m.reason AS mark_reason,
+         (SELECT COUNT(*) FROM requests q WHERE q.conversation = s.session_id) AS g_requests,
+         (SELECT COUNT(*) FROM requests q
+            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
+              AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_turns,
+         (SELECT TOTAL(q.cost_usd) FROM requests q
+            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
+              AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_usd,
+         (SELECT q.context_tokens FROM requests q WHERE q.conversation = s.session_id AND q.context_tokens IS NOT NULL AND q.refused = 0
+            ORDER BY q.started_at DESC LIMIT 1) AS g_ctx
+       FROM sessions s
+       LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
+       LEFT JOIN refusals rs ON rs.scope = 'session' AND rs.key = s.session_id
+       LEFT JOIN session_marks m ON m.session_id = s.session_id
+       ${where} ${tail}`;
+}
+
 export function sessionsTable(db: Database.Database) {
   const q = {
     get: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
@@ -114,23 +152,10 @@ export function sessionsTable(db: Database.Database) {
        WHERE session_id = @session_id AND COALESCE(stats_at, -1) <= @at`,
     ),
     touch: db.prepare("UPDATE sessions SET last_seen_at = MAX(last_seen_at, ?) WHERE session_id = ?"),
-    list: db.prepare<[number], SessionListRow>(
-      `SELECT s.*,
-         rt.state AS tree_state, rt.changed_by AS tree_by, rt.changed_at AS tree_at,
-         rs.state AS sess_state, rs.changed_by AS sess_by, rs.changed_at AS sess_at,
-         (SELECT COUNT(*) FROM requests q WHERE q.conversation = s.session_id) AS g_requests,
-         (SELECT COUNT(*) FROM requests q
-            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
-              AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_turns,
-         (SELECT TOTAL(q.cost_usd) FROM requests q
-            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
-              AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_usd,
-         (SELECT q.context_tokens FROM requests q WHERE q.conversation = s.session_id AND q.context_tokens IS NOT NULL AND q.refused = 0
-            ORDER BY q.started_at DESC LIMIT 1) AS g_ctx
-       FROM sessions s
-       LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
-       LEFT JOIN refusals rs ON rs.scope = 'session' AND rs.key = s.session_id
-       ORDER BY s.last_seen_at DESC LIMIT ?`,
+    list: db.prepare<[number], SessionListRow>(listSql("", "ORDER BY s.last_seen_at DESC LIMIT ?")),
+    one: db.prepare<[string], SessionListRow>(listSql("WHERE s.session_id = ?", "")),
+    children: db.prepare<[string, number], ChildRow>(
+      "SELECT session_id, agent, verdict FROM sessions WHERE parent_id = ? ORDER BY first_seen_at LIMIT ?",
     ),
     byVerdict: db.prepare<[], { verdict: Verdict; n: number }>(
       "SELECT verdict, COUNT(*) AS n FROM sessions GROUP BY verdict",
@@ -206,6 +231,14 @@ export function sessionsTable(db: Database.Database) {
     },
     list(limit: number): SessionListRow[] {
       return q.list.all(limit);
+    },
+    /** One session as list() shows it. */
+    one(sessionId: string): SessionListRow | undefined {
+      return q.one.get(sessionId);
+    },
+    /** The session's direct children, first seen first. */
+    children(sessionId: string, limit = 200): ChildRow[] {
+      return q.children.all(sessionId, limit);
     },
     countByVerdict(): Record<Verdict, number> {
       const out: Record<Verdict, number> = { ok: 0, stalling: 0, looping: 0 };

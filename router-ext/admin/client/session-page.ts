@@ -1,0 +1,65 @@
+// The session page's controller: reads GET /api/sessions/:id, renders it, and
+// carries out the mark buttons (POST / DELETE /api/sessions/:id/mark, then a
+// fresh read). A 401 goes back to the token prompt like everywhere else.
+import { sessionDetailSchema } from "../../api/session-detail.ts";
+import { type Api, ApiError } from "./api.ts";
+import { h, replace } from "./dom.ts";
+import { renderSessionPage } from "./session-view.ts";
+import { viewHash } from "./views.ts";
+
+export interface SessionPageDeps {
+  root: HTMLElement;
+  api: Api;
+  unauthorized(): void;
+  setStatus(text: string, error?: boolean): void;
+  /** Refreshes the readout after a mark (its mark column and refusals changed). */
+  refreshReadout(): Promise<void>;
+}
+
+/** What was last drawn into each root, so an auto-refresh with nothing new leaves the page alone. */
+const drawn = new WeakMap<HTMLElement, string>();
+
+export async function loadSessionPage(id: string, d: SessionPageDeps): Promise<void> {
+  const path = `/api/sessions/${encodeURIComponent(id)}`;
+  let raw: unknown;
+  try {
+    raw = await d.api.get(path);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return d.unauthorized();
+    drawn.delete(d.root);
+    replace(
+      d.root,
+      h(
+        "h2",
+        {},
+        h("a", { href: viewHash({ name: "sessions" }), class: "back" }, "< Sessions"),
+        ` session ${id}`,
+      ),
+      h("div", { class: "err", id: "session-error" }, (err as Error).message),
+    );
+    return;
+  }
+  const parsed = sessionDetailSchema.safeParse(raw);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    replace(d.root, h("div", { class: "err" }, `session: ${first?.path.join(".")}: ${first?.message}`));
+    return;
+  }
+  const signature = JSON.stringify({ ...parsed.data, now: 0 });
+  if (drawn.get(d.root) === signature) return;
+  const write = async (method: "POST" | "DELETE", body?: unknown) => {
+    try {
+      await d.api.send(method, `${path}/mark`, body);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return d.unauthorized();
+      d.setStatus(`mark ${id}: ${(err as Error).message}`, true);
+      return;
+    }
+    await Promise.all([loadSessionPage(id, d), d.refreshReadout()]);
+  };
+  drawn.set(d.root, signature);
+  renderSessionPage(d.root, parsed.data, {
+    mark: (kind) => write("POST", { kind, by: "admin" }),
+    unmark: () => write("DELETE"),
+  });
+}

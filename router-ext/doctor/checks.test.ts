@@ -1,0 +1,279 @@
+// The doctor's judgement on facts, one link at a time: what a mode needs
+// decides the exit status; each failure names its fix.
+import { describe, expect, it } from "vitest";
+import { type CheckResult, exitCode, runChecks } from "./checks.ts";
+import type { DoctorFacts } from "./facts.ts";
+
+const NOW = 1_800_000_000_000;
+const HOME = "/home/u";
+const ROUTER = "http://127.0.0.1:4870";
+
+function facts(over: Partial<DoctorFacts> = {}): DoctorFacts {
+  return {
+    now: NOW,
+    mode: "auto_recover",
+    routerUrl: ROUTER,
+    expectedVersion: "0.2.0",
+    opencode: { path: "/usr/bin/opencode", version: "1.18.33", error: null },
+    pluginDirs: [`${HOME}/.config/opencode/plugins`, "/p/.opencode/plugins"],
+    plugins: [{ scope: "global", path: `${HOME}/.config/opencode/plugins/stallguard.js`, version: "0.2.0" }],
+    opencodeConfig: {
+      files: [
+        {
+          path: "/p/opencode.json",
+          value: {
+            model: "sg/m",
+            provider: {
+              sg: {
+                options: {
+                  baseURL: "http://localhost:4870/v1/",
+                  apiKey: "{file:~/.config/stallguard/client.key}",
+                },
+              },
+            },
+          },
+        },
+      ],
+      env: {},
+      fileRefs: { [`${HOME}/.config/stallguard/client.key`]: "readable" },
+      home: HOME,
+    },
+    router: {
+      ok: true,
+      health: {
+        ok: true,
+        version: "0.2.0",
+        db: "ok",
+        schema_version: 155,
+        mode: "auto_recover",
+        watchdog: { last_tick_at: NOW - 60_000, blind: false, flagged: 0, servers: 1 },
+        plugins_live: 1,
+        db_writable: true,
+      },
+    },
+    secrets: ["plugin.token", "admin.token", "client.key"].map((file) => ({
+      file,
+      path: `${HOME}/.config/stallguard/${file}`,
+      env: "X",
+      envSet: false,
+      state: "readable" as const,
+      mode: 0o600,
+    })),
+    upstream: null,
+    desktop: { enabled: true, problems: [] },
+    units: {
+      dir: `${HOME}/.config/systemd/user`,
+      installed: ["stallguard.service", "stallguard-watchdog.service", "stallguard-watchdog.timer"],
+      missing: [],
+      active: { "stallguard.service": "active", "stallguard-watchdog.timer": "active" },
+    },
+    watchdog: { enabled: true, intervalMs: 300_000 },
+    ...over,
+  };
+}
+
+const byId = (f: DoctorFacts) =>
+  Object.fromEntries(runChecks(f).map((r) => [r.id, r])) as Record<string, CheckResult>;
+const provider = (value: unknown, env: Record<string, string | undefined> = {}) =>
+  byId(
+    facts({
+      opencodeConfig: { ...facts().opencodeConfig, files: [{ path: "/p/opencode.json", value }], env },
+    }),
+  ).provider;
+
+describe("doctor checks", () => {
+  it("a good install passes every check (localhost and a trailing slash are the gate too)", () => {
+    const results = runChecks(facts());
+    expect(results.filter((r) => r.status !== "pass")).toEqual([
+      { id: "upstream", status: "skip", needed: false, detail: expect.any(String), fix: null },
+    ]);
+    expect(exitCode(results)).toBe(0);
+  });
+
+  it("the mode decides: a broken provider fails auto_recover, warn can do without it", () => {
+    const broken = {
+      model: "other/m",
+      provider: { other: { options: { baseURL: "https://api.example/v1" } } },
+    };
+    const files = [{ path: "/p/opencode.json", value: broken }];
+    const recover = facts({ opencodeConfig: { ...facts().opencodeConfig, files } });
+    expect(byId(recover).provider).toMatchObject({ status: "fail", needed: true });
+    expect(exitCode(runChecks(recover))).toBe(1);
+    const warn = { ...recover, mode: "warn" as const };
+    expect(byId(warn).provider).toMatchObject({ status: "fail", needed: false });
+    expect(exitCode(runChecks(warn))).toBe(0);
+  });
+
+  it("provider: the model must go through it; the key's three forms; unreadable config", () => {
+    const gate = (apiKey?: string, model = "sg/m") => ({
+      model,
+      provider: { sg: { options: { baseURL: `${ROUTER}/v1`, ...(apiKey === undefined ? {} : { apiKey }) } } },
+    });
+    expect(provider(gate("k", "openai/gpt"))?.detail).toMatch(
+      /"model" is openai\/gpt, which does not go through it/,
+    );
+    expect(provider(gate())?.detail).toMatch(/has no apiKey$/);
+    expect(provider(gate("{env:SG_KEY}"))?.detail).toMatch(/reads \{env:SG_KEY\}, which is not set here/);
+    expect(provider(gate("{env:SG_KEY}"), { SG_KEY: "x" })).toMatchObject({ status: "pass" });
+    expect(provider(gate("sk-literal"))).toMatchObject({
+      status: "pass",
+      detail: expect.stringMatching(/a literal key$/),
+    });
+    expect(provider(gate("{file:keys/gate.key}"))?.detail).toMatch(
+      /apiKey file \/p\/keys\/gate\.key is missing/,
+    );
+    const unreadable = byId(
+      facts({
+        opencodeConfig: {
+          ...facts().opencodeConfig,
+          files: [{ path: "/p/opencode.json", error: "Unexpected token" }],
+        },
+      }),
+    ).provider;
+    expect(unreadable).toMatchObject({
+      status: "fail",
+      detail: "cannot read /p/opencode.json: Unexpected token",
+    });
+  });
+
+  it("plugin: none, two copies, another version", () => {
+    expect(byId(facts({ plugins: [] })).plugin?.detail).toMatch(/^no stallguard plugin in /);
+    const two = facts({
+      plugins: [
+        { scope: "global", path: "/g/stallguard.js", version: "0.2.0" },
+        { scope: "project", path: "/p/stallguard.js", version: "0.2.0" },
+      ],
+    });
+    expect(byId(two).plugin).toMatchObject({
+      status: "fail",
+      fix: "keep one: remove the others, then restart opencode",
+    });
+    const old = facts({ plugins: [{ scope: "project", path: "/p/stallguard.js", version: "0.1.0" }] });
+    expect(byId(old).plugin?.detail).toBe(
+      "plugin 0.1.0 at /p/stallguard.js (project), but the router is 0.2.0",
+    );
+  });
+
+  it("router: down, database error, read-only database", () => {
+    expect(byId(facts({ router: { ok: false, error: "ECONNREFUSED" } })).router?.detail).toBe(
+      `router not reachable at ${ROUTER}: ECONNREFUSED`,
+    );
+    const h = (facts().router as { health: NonNullable<unknown> }).health as Extract<
+      DoctorFacts["router"],
+      { ok: true }
+    >["health"];
+    expect(
+      byId(facts({ router: { ok: true, health: { ...h, db: "error: disk I/O" } } })).router?.detail,
+    ).toMatch(/database: error: disk I\/O/);
+    expect(
+      byId(facts({ router: { ok: true, health: { ...h, db_writable: false } } })).router?.detail,
+    ).toMatch(/does not take writes/);
+  });
+
+  it("secrets: from the environment, a file open to others, an unreadable file", () => {
+    const s = facts().secrets;
+    const r = byId(
+      facts({
+        secrets: [
+          {
+            ...(s[0] as (typeof s)[number]),
+            envSet: true,
+            state: "missing",
+            mode: null,
+            env: "STALLGUARD_TOKEN",
+          },
+          { ...(s[1] as (typeof s)[number]), mode: 0o644 },
+          { ...(s[2] as (typeof s)[number]), state: "unreadable" },
+        ],
+      }),
+    );
+    expect(r["plugin.token"]).toMatchObject({
+      status: "pass",
+      detail: "plugin.token: from STALLGUARD_TOKEN",
+    });
+    expect(r["admin.token"]).toMatchObject({
+      status: "fail",
+      fix: `chmod 600 ${HOME}/.config/stallguard/admin.token`,
+    });
+    expect(r["admin.token"]?.detail).toMatch(/open to others \(mode 644\)/);
+    expect(r["client.key"]?.detail).toMatch(/cannot be read$/);
+  });
+
+  it("upstream (asked for): unset, refusing the key, answering", () => {
+    expect(byId(facts({ upstream: { url: null, ok: false, detail: "not set" } })).upstream?.detail).toMatch(
+      /^server\.upstream is not set/,
+    );
+    expect(
+      byId(facts({ upstream: { url: "https://u/v1", ok: false, detail: "GET /models answered 401" } }))
+        .upstream,
+    ).toMatchObject({
+      status: "fail",
+      needed: true,
+    });
+    expect(
+      byId(facts({ upstream: { url: "https://u/v1", ok: true, detail: "GET /models answered 200" } }))
+        .upstream?.status,
+    ).toBe("pass");
+  });
+
+  it("D-Bus only matters with a desktop channel", () => {
+    expect(byId(facts({ desktop: { enabled: false, problems: ["no bus"] } })).dbus?.status).toBe("skip");
+    expect(byId(facts({ desktop: { enabled: true, problems: ["no bus"] } })).dbus).toMatchObject({
+      status: "fail",
+      needed: true,
+      detail: "no bus",
+    });
+  });
+
+  it("units: none (a warning), some missing, installed but inactive, systemctl silent", () => {
+    const u = facts().units;
+    expect(byId(facts({ units: { ...u, installed: [], active: null } })).units).toMatchObject({
+      status: "fail",
+      needed: false,
+    });
+    expect(byId(facts({ units: { ...u, missing: ["stallguard-watchdog.timer"] } })).units?.detail).toMatch(
+      /^stallguard-watchdog\.timer missing/,
+    );
+    const inactive = byId(
+      facts({
+        units: { ...u, active: { "stallguard.service": "active", "stallguard-watchdog.timer": "inactive" } },
+      }),
+    ).units;
+    expect(inactive).toMatchObject({
+      status: "fail",
+      needed: true,
+      detail: "installed but not active: stallguard-watchdog.timer (inactive)",
+    });
+    expect(byId(facts({ units: { ...u, active: null } })).units).toMatchObject({
+      status: "fail",
+      needed: false,
+    });
+  });
+
+  it("watchdog: off, no tick, late, blind while opencode runs, quiet when nothing runs", () => {
+    const h = (facts().router as Extract<DoctorFacts["router"], { ok: true }>).health;
+    const wd = (w: NonNullable<typeof h.watchdog> | null) =>
+      byId(facts({ router: { ok: true, health: { ...h, watchdog: w } } })).watchdog;
+    expect(byId(facts({ watchdog: { enabled: false, intervalMs: 300_000 } })).watchdog?.status).toBe("skip");
+    expect(wd(null)?.detail).toBe("no watchdog tick recorded");
+    expect(wd({ last_tick_at: NOW - 20 * 60_000, blind: false, flagged: 0, servers: 1 })?.detail).toBe(
+      "last tick 20m ago (interval 5m)",
+    );
+    expect(wd({ last_tick_at: NOW - 1000, blind: true, flagged: 0, servers: 2 })?.detail).toMatch(
+      /^blind: opencode answered/,
+    );
+    expect(wd({ last_tick_at: NOW - 1000, blind: true, flagged: 0, servers: 0 })).toMatchObject({
+      status: "pass",
+      detail: "last tick 1s ago, no opencode running",
+    });
+  });
+
+  it("opencode: not found, or it would not say its version", () => {
+    expect(byId(facts({ opencode: { path: null, version: null, error: null } })).opencode?.fix).toMatch(
+      /npm install -g opencode-ai/,
+    );
+    expect(
+      byId(facts({ opencode: { path: "/x/opencode", version: null, error: "exit 1" } })).opencode?.detail,
+    ).toBe("/x/opencode did not say its version: exit 1");
+  });
+});

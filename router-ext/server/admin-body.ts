@@ -1,0 +1,31 @@
+// What the admin write routes share: the JSON body reader (an empty body is
+// {}), zod issues as "path: message" lines, and the `by` name an admin action
+// is recorded under.
+import type { Context } from "hono";
+import { z } from "zod";
+
+/** Who did it, as recorded: printable ASCII, at most 100 characters. */
+export const byName = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[\x20-\x7e]+$/, "printable ASCII");
+
+export function issuesOf(error: z.ZodError): string[] {
+  return error.issues.flatMap((i) =>
+    i.code === "unrecognized_keys"
+      ? i.keys.map((k) => `${[...i.path, k].join(".")}: unknown field`)
+      : [`${i.path.join(".") || "(root)"}: ${i.message}`],
+  );
+}
+
+/** Reads a JSON body that may be empty ({}), or returns { ok: false } when it is not JSON. */
+export async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok: false }> {
+  const text = await c.req.text();
+  if (text.trim() === "") return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}

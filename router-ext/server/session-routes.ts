@@ -1,0 +1,75 @@
+// The session page's API and the marks, mounted by createApp inside the admin
+// API (behind the admin token and whatever checks guard its writes):
+//   GET    /api/sessions/:id        everything the session page shows
+//   POST   /api/sessions/:id/mark   {kind: "false_alarm" | "confirmed_loop", by?}
+//   DELETE /api/sessions/:id/mark   removes the mark (lifted refusals stay lifted)
+//   GET    /api/labels              the marks as a calibrate labels document
+import { Hono } from "hono";
+import { z } from "zod";
+import { type MarkResponse, markKinds, type SessionDetail } from "../api/session-detail.ts";
+import type { Store } from "../db/store.ts";
+import { byName, issuesOf, jsonBody } from "./admin-body.ts";
+import type { LiveConfig } from "./live-config.ts";
+
+const sessionIdSchema = z.string().min(1).max(200);
+const markSchema = z.strictObject({ kind: z.enum(markKinds), by: byName.optional() });
+
+export interface SessionRoutesDeps {
+  store: Store;
+  config: LiveConfig;
+  now: () => number;
+  log: (line: string) => void;
+  /** A plugin heard from within this long is live. */
+  liveWindow: () => number;
+}
+
+export function sessionRoutes(d: SessionRoutesDeps): Hono {
+  const app = new Hono();
+
+  app.get("/api/labels", (c) => c.json(d.store.labels()));
+
+  app.get("/api/sessions/:id", (c) => {
+    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
+    const detail = d.store.sessionDetail(id.data, {
+      now: d.now(),
+      liveWindowMs: d.liveWindow(),
+      thresholds: { ...d.config.get().thresholds },
+    });
+    if (!detail) return c.json({ error: `no session ${id.data}` }, 404);
+    return c.json(detail satisfies SessionDetail);
+  });
+
+  app.post("/api/sessions/:id/mark", async (c) => {
+    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
+    const body = await jsonBody(c);
+    if (!body.ok) return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
+    const parsed = markSchema.safeParse(body.value);
+    if (!parsed.success) return c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400);
+    const by = parsed.data.by ?? "admin";
+    const at = d.now();
+    const r = d.store.mark(id.data, parsed.data.kind, by, at);
+    if (!r.ok) return c.json({ error: r.error }, r.status);
+    d.log(
+      `session ${id.data}: marked ${parsed.data.kind.replace("_", " ")} by ${by}${r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : ""}`,
+    );
+    return c.json({
+      session_id: id.data,
+      root_id: r.rootId,
+      mark: r.mark,
+      lifted: r.lifted,
+    } satisfies MarkResponse);
+  });
+
+  app.delete("/api/sessions/:id/mark", (c) => {
+    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
+    const root = d.store.unmark(id.data);
+    if (root === null) return c.json({ error: `no mark on ${id.data}` }, 404);
+    d.log(`session ${id.data}: mark removed`);
+    return c.json({ session_id: id.data, root_id: root, mark: null, lifted: [] } satisfies MarkResponse);
+  });
+
+  return app;
+}
