@@ -208,14 +208,22 @@ export class Store implements GateStore {
     this.db.prepare("SELECT 1").get();
   }
 
-  /** Whether the database takes a write transaction now (a read-only file does not). Writes nothing. */
+  /**
+   * Whether the database takes a write transaction now (a read-only file, or a
+   * write lock another process holds, does not). Never waits: /health must keep
+   * answering while the lock is held. Writes nothing.
+   */
   writable(): boolean {
+    const wait = this.db.pragma("busy_timeout", { simple: true }) as number;
+    this.db.pragma("busy_timeout = 0");
     try {
       this.db.prepare("BEGIN IMMEDIATE").run();
       this.db.prepare("ROLLBACK").run();
       return true;
     } catch {
       return false;
+    } finally {
+      this.db.pragma(`busy_timeout = ${wait}`);
     }
   }
 
