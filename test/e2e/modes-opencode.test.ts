@@ -216,11 +216,12 @@ describe("modes in real opencode", () => {
     expect(db("SELECT ok, action, root_id FROM mode_directives WHERE session_id = ?", w)).toEqual([
       { ok: 1, action: "recover", root_id: tree.root },
     ]);
-    // The worker was aborted; so was the root, before its compaction.
+    // The worker was stopped (its session refusal is in the log above): its last turn ends in the
+    // plugin's abort, or, when its next request raced ahead of the abort under load, in the refusal.
+    // The root was aborted before its compaction.
     const wm = (await oc.messages(tree.workers.at(-1) as string)) as Msg[];
-    expect(wm.filter((m) => m.info.role === "assistant").at(-1)?.info.error?.name).toBe(
-      "MessageAbortedError",
-    );
+    const stoppedBy = wm.filter((m) => m.info.role === "assistant").at(-1)?.info.error?.name;
+    expect(["MessageAbortedError", "APIError"]).toContain(stoppedBy);
     const rm = (await oc.messages(tree.root)) as Msg[];
     const lastCompaction = rm.findLastIndex((m) => m.parts.some((p) => p.type === "compaction"));
     expect(rm.slice(0, lastCompaction).some((m) => m.info.error?.name === "MessageAbortedError")).toBe(true);
