@@ -270,6 +270,24 @@ const serverSchema = z.strictObject({
     .min(1024)
     .default(50 * 1024 * 1024),
   upstream_timeout: duration.prefault("10m"),
+  /**
+   * The gate's client keys: a request to /v1 must present one as its bearer
+   * token (opencode sends the provider's apiKey so). Each key is read from its
+   * environment variable; the name is recorded per request. Empty: one key named
+   * "default", from STALLGUARD_CLIENT_KEY or the client.key file serve creates.
+   */
+  client_keys: z
+    .array(
+      z.strictObject({
+        name: z.string().regex(/^[a-z0-9_-]{1,40}$/, "lowercase [a-z0-9_-], at most 40"),
+        key_env: envName,
+      }),
+    )
+    .max(100)
+    .default([])
+    .refine((list) => new Set(list.map((k) => k.name)).size === list.length, {
+      message: "client key names must be unique",
+    }),
 });
 
 const breakerSchema = z.strictObject({
@@ -304,7 +322,8 @@ const pluginSchema = z.strictObject({
   router_url: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:4870"),
   token_env: envName.default("STALLGUARD_TOKEN"),
   timeout: duration.prefault("500ms"),
-  queue_size: z.number().int().min(1).max(1000).default(50),
+  /** Reports kept while the router is away (a transition is at most about 6 KB). */
+  queue_size: z.number().int().min(1).max(10_000).default(1000),
   /** Idle sessions are evicted from the plugin's memory after this long. */
   idle_evict: duration.prefault("2h"),
   max_sessions: z.number().int().min(1).max(100_000).default(500),
