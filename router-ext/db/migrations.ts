@@ -6,6 +6,7 @@ import type Database from "better-sqlite3";
 import type { Migration } from "./migration.ts";
 import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
+import { SECURITY_MIGRATIONS } from "./migrations-security.ts";
 
 export type { Migration } from "./migration.ts";
 
@@ -147,6 +148,7 @@ CREATE TABLE counters (
   // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...) and are applied in version order.
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
+  ...SECURITY_MIGRATIONS,
 ];
 
 /**

@@ -40,6 +40,13 @@ export class MemoryGateStore implements GateStore {
     const id = identity.conversation;
     if (!id) return { refused: false, scope: null, reason: null, rootId: null };
     if (identity.parent && identity.parent !== id) this.parents.set(id, identity.parent);
+    return this.peek(identity);
+  }
+
+  /** decide without learning or counting (GET). */
+  peek(identity: GateIdentity): GateDecision {
+    const id = identity.conversation;
+    if (!id) return { refused: false, scope: null, reason: null, rootId: null };
     const root = this.rootOf(id);
     const own = this.sessions.get(id);
     if (own !== undefined) return { refused: true, scope: "session", reason: own, rootId: root };
@@ -87,4 +94,14 @@ export async function serveGate(opts: GateOptions): Promise<ServedGate> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** The client key the gate tests present. */
+export const TEST_CLIENT = { name: "test", key: "sg-test-client-key-0123456789" } as const;
+
+/** fetch with the test client key as its bearer token (unless the call sets its own Authorization). */
+export function keyedFetch(input: string | URL, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (!headers.has("authorization")) headers.set("authorization", `Bearer ${TEST_CLIENT.key}`);
+  return fetch(input, { ...init, headers });
 }
