@@ -25,7 +25,7 @@ describe("outcomeOf", () => {
     [204, "sent"],
     [400, "rejected"],
     [401, "rejected"],
-    [413, "rejected"],
+    [413, "too_large"],
     [408, "retry"],
     [429, "retry"],
     [500, "retry"],
