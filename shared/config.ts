@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { looksSecret } from "./bash-command.ts";
 import { parseDuration } from "./duration.ts";
+import { regexHazard } from "./regex-safety.ts";
 
 /** A duration knob: seconds as a number, or "90s" / "5m" / "1h" / "7d". Parsed to milliseconds. */
 const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
@@ -26,17 +27,19 @@ const severity = z.enum(["info", "warning", "critical"]);
 export type Severity = z.infer<typeof severity>;
 
 const portNumber = z.number().int().min(0).max(65535);
-const regexSource = z.string().refine(
-  (s) => {
+const regexSource = z
+  .string()
+  .max(500)
+  .superRefine((s, ctx) => {
     try {
       new RegExp(s);
-      return true;
     } catch {
-      return false;
+      ctx.addIssue({ code: "custom", message: "not a valid regular expression" });
+      return;
     }
-  },
-  { message: "not a valid regular expression" },
-);
+    const hazard = regexHazard(s);
+    if (hazard) ctx.addIssue({ code: "custom", message: hazard });
+  });
 
 const SECRET_QUERY = /[?&](token|key|secret|password|auth|sig|signature|access_token|api_key)=/i;
 const publicUrl = z
