@@ -82,6 +82,7 @@ describe("free text from /progress in every channel", () => {
     expect(text).toContain("&lt;!channel&gt;");
     expect(text).toContain("&amp;");
     expect(text.match(/```/g)).toHaveLength(2);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: asserting control characters are gone
     expect(text).not.toMatch(/[\u0000\u202e\u2028\ud800]/);
   });
 
@@ -96,6 +97,7 @@ describe("free text from /progress in every channel", () => {
     const args = notifySendArgs(desktopCfg, forged);
     const body = args[args.length - 1] ?? "";
     expect(body).toContain("&lt;http://evil.example|click&gt;");
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: asserting control characters are gone
     expect(args.join(" ")).not.toMatch(/[\u0000\u202e]/);
   });
 });

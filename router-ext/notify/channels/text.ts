@@ -7,6 +7,7 @@
 
 // C0 except tab and newline, DEL, C1, bidi marks and overrides, zero-width and other invisible format characters.
 const INVISIBLE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
   /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
