@@ -102,7 +102,12 @@ async function startServe(dir: string): Promise<{ proc: ChildProcess; url: strin
     [...entry, "serve", "--port", "0", "--db", join(dir, "bench.db"), "--config", config],
     {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: dir, STALLGUARD_ADMIN_TOKEN: "bench" },
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        STALLGUARD_ADMIN_TOKEN: "bench",
+        STALLGUARD_TOKEN: "bench-plugin",
+      },
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
@@ -134,7 +139,7 @@ try {
     {
       method: "POST",
       path: "/progress",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: "Bearer bench-plugin" },
       setupRequest: (req) => ({ ...req, body: body(n++) }),
     },
   ];
