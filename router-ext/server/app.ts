@@ -108,9 +108,11 @@ export function createApp(deps: AppDeps): Hono {
   );
   app.use("*", async (c, next) => {
     await next();
-    // Count every refusal answered before a credential was accepted (in memory; nothing is written).
-    if (c.res.status === 401 || c.res.status === 403 || c.res.status === 415 || c.res.status === 421)
-      rejections.add(pathOf(c.req.path), String(c.res.status));
+    // Counted in memory: a refused request (no credential, a foreign Origin or Host,
+    // a bad or oversized body) writes nothing to the database, not even a counter.
+    const s = c.res.status;
+    if ([401, 403, 415, 421].includes(s) || (c.req.path === "/progress" && (s === 400 || s === 413)))
+      rejections.add(pathOf(c.req.path), String(s));
   });
 
   app.onError((err, c) => {
@@ -141,7 +143,6 @@ export function createApp(deps: AppDeps): Hono {
       bodyLimit({
         maxSize: config.get().server.max_progress_bytes,
         onError: (cc) => {
-          store.bump("progress_rejected_total:413");
           const max = config.get().server.max_progress_bytes;
           // The limit in the answer: the reporter cuts its batch to it and sends again.
           return cc.json({ error: `body larger than ${max} bytes`, max_progress_bytes: max }, 413);
@@ -150,12 +151,10 @@ export function createApp(deps: AppDeps): Hono {
     async (c) => {
       const body = await jsonBody(c);
       if (!body.ok) {
-        store.bump("progress_rejected_total:400");
         return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
       }
       const parsed = parseProgressBody(body.value);
       if (!parsed.ok) {
-        store.bump("progress_rejected_total:400");
         return c.json({ error: "invalid progress body", issues: parsed.errors.slice(0, 50) }, 400);
       }
       let result: IngestResult;
