@@ -569,6 +569,31 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(logs.some((l) => /upstream body failed .* after \d+ bytes/.test(l))).toBe(true);
   });
 
+  test("a streamed body that goes over the cap is cut: 413 to the client, the upstream request aborted", async () => {
+    await start({ maxBodyBytes: 2 * 1024 * 1024 });
+    up.handler = streamingHandler();
+    const piece = new TextEncoder().encode("z".repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent === 0) c.enqueue(new TextEncoder().encode('{"model":"m-priced","pad":"'));
+        if (sent > 3 * 1024 * 1024) return c.close();
+        sent += piece.length;
+        c.enqueue(piece);
+      },
+    });
+    const res = await fetch(`${gate.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": "ses_over" },
+      body: stream,
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect((await res.json()).error.code).toBe("request_too_large");
+    // Whatever reached the upstream was never a whole request it answered.
+    expect(up.seen.every((s) => s.body.length < 2 * 1024 * 1024 + 1)).toBe(true);
+  });
+
   test("a body over the buffer streams up intact, its model read and usage asked for", async () => {
     await start({ maxBodyBytes: 8 * 1024 * 1024 });
     up.handler = streamingHandler();

@@ -2,7 +2,7 @@
 // the proxy on /v1/*. Only a request presenting a client key gets further; a
 // refused session or tree is answered locally and never forwarded; everything
 // else goes up (its body streamed, not held) with its usage read on the way down.
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { contextCapBody, errorBody, json, refusalBody } from "./answers.ts";
 import { type ClientKey, clientKeyOf, unauthorizedBody } from "./client-keys.ts";
 import { forwardRequestHeaders, forwardResponseHeaders, upstreamUrl } from "./headers.ts";
@@ -33,6 +33,13 @@ export interface GateOptions {
   clientKeys: readonly ClientKey[];
   /** What the 401 tells the user to set (where the key is and how opencode.json reads it). */
   clientKeyHint?: string;
+  /**
+   * The request body as a stream read only as fast as it is pulled (the node
+   * server's, router-ext/server/incoming-body.ts); default the Request's body.
+   */
+  requestBody?: (c: Context) => ReadableStream<Uint8Array> | null;
+  /** The fetch for a body that streams (router-ext/server/stream-fetch.ts); default fetchImpl. */
+  streamFetch?: typeof fetch;
   prices: Prices;
   refusal: { status: number; retry_after_s: number | null };
   maxBodyBytes: number;
@@ -117,11 +124,21 @@ export function gateRoutes(opts: GateOptions): Hono {
     const startedAt = (opts.now ?? Date.now)();
     metrics.request();
     const req = c.req.raw;
+    let stream: ReadableStream<Uint8Array> | null | undefined;
+    const requestBody = () => {
+      if (stream === undefined) stream = opts.requestBody?.(c) ?? req.body;
+      return stream;
+    };
+    /** Drops a body the gate will not forward (without holding it). */
+    const discard = () =>
+      requestBody()
+        ?.cancel()
+        .catch(() => {});
     const client = clientKeyOf(req.headers.get("authorization"), opts.clientKeys);
     if (client === null) {
       // Before anything else: no body read, nothing stored, the upstream key never used.
       metrics.unauthorized();
-      await req.body?.cancel().catch(() => {});
+      await discard();
       const hint = opts.clientKeyHint ?? "a key from server.client_keys";
       return json(401, unauthorizedBody(req.headers.has("authorization"), hint));
     }
@@ -185,12 +202,12 @@ export function gateRoutes(opts: GateOptions): Hono {
       );
     const declared = Number(req.headers.get("content-length") ?? "");
     if (Number.isFinite(declared) && declared > opts.maxBodyBytes) {
-      await req.body?.cancel().catch(() => {});
+      await discard();
       return tooLarge();
     }
     let outgoing: Outgoing = { kind: "complete", bytes: new Uint8Array(0) };
     if (!reads) {
-      outgoing = await outgoingBody(req.body, rewriter, {
+      outgoing = await outgoingBody(requestBody(), rewriter, {
         bufferBytes: Math.min(BUFFER_BYTES, opts.maxBodyBytes + 1),
         maxBytes: opts.maxBodyBytes,
       });
@@ -257,7 +274,8 @@ export function gateRoutes(opts: GateOptions): Hono {
         init.body = outgoing.stream;
         init.duplex = "half";
       }
-      upstreamRes = await doFetch(upstreamUrl(opts.upstream, rest, url.search), init);
+      const send = outgoing.kind === "stream" ? (opts.streamFetch ?? doFetch) : doFetch;
+      upstreamRes = await send(upstreamUrl(opts.upstream, rest, url.search), init);
     } catch (err) {
       clearTimeout(headTimer);
       req.signal.removeEventListener("abort", onClientAbort);

@@ -2,6 +2,8 @@
 // gate on a free loopback port. Used by the gate's tests and bench only.
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { nodeBody } from "../server/incoming-body.ts";
+import { streamFetch } from "../server/stream-fetch.ts";
 import { type GateOptions, gateRoutes } from "./index.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./store.ts";
 
@@ -78,7 +80,7 @@ export interface ServedGate {
 
 /** Serve gateRoutes(opts) with @hono/node-server on 127.0.0.1, free port. */
 export async function serveGate(opts: GateOptions): Promise<ServedGate> {
-  const app = gateRoutes(opts);
+  const app = gateRoutes({ requestBody: nodeBody, streamFetch, ...opts });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
     s.once("error", reject);

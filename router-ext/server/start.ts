@@ -19,8 +19,10 @@ import { createNotifier, type Notifier, notifierRoutes } from "../notify/index.t
 import { createApp } from "./app.ts";
 import { loadCredentials } from "./credentials.ts";
 import { createDelivery } from "./deliver.ts";
+import { nodeBody } from "./incoming-body.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
 import { checkBindHost } from "./security.ts";
+import { streamFetch } from "./stream-fetch.ts";
 
 export interface StartOptions {
   /** 0 picks a free port. Default: server.port from the config. */
@@ -154,6 +156,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
       apiKey: keyEnv ? env[keyEnv]?.trim() || null : null,
       clientKeys,
       clientKeyHint,
+      requestBody: nodeBody,
+      streamFetch,
       prices: c.prices,
       refusal: c.progress.refusal,
       maxBodyBytes: c.server.max_proxy_bytes,
@@ -167,8 +171,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   };
   let gate = buildGate(cfg());
   const gateMount = new Hono();
-  gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw));
-  gateMount.get("/gate/:conversation", (c) => gate.fetch(c.req.raw));
+  gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw, c.env));
+  gateMount.get("/gate/:conversation", (c) => gate.fetch(c.req.raw, c.env));
   if (cfg().server.upstream === null)
     log("gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503");
 
