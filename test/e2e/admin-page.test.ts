@@ -102,6 +102,10 @@ describe("admin page (real Chromium, real server)", () => {
     expect(env.model.requests).toHaveLength(1);
     // The report stayed open across the refresh the Resume triggered.
     expect(await reportRow.count()).toBe(1);
+    // The Client keys section names the key each request presented (the refused one and the one let through).
+    const clientRow = page.locator('#clients tr[data-client="default"]');
+    await expect.poll(() => clientRow.locator("td").nth(1).textContent(), { timeout: 10_000 }).toBe("2");
+    expect(await clientRow.locator("td").nth(2).textContent()).toBe("1");
     await page.screenshot({ path: join(ARTIFACTS, "admin-sessions-resumed.png") });
 
     // Auto-refresh: a verdict reported while the page is open shows up without a click.

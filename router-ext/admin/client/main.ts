@@ -3,6 +3,7 @@
 import * as z from "zod/mini";
 import { parseDuration } from "../../../shared/duration.ts";
 import { type Api, ApiError, createApi } from "./api.ts";
+import { mountClients } from "./clients-view.ts";
 import { byId, h, replace } from "./dom.ts";
 import { renderEvents } from "./events-view.ts";
 import { fmtAgo, fmtTime, toMs } from "./format.ts";
@@ -244,6 +245,7 @@ async function start(token: string): Promise<void> {
   el.app.hidden = false;
   setStatus("loading");
   mountBreaker(api, () => gen === generation);
+  mountClients(api, () => gen === generation);
   await Promise.all([loadKnobs(), loadChannels(), refresh()]);
   if (gen === generation) schedule(gen);
 }
