@@ -7,16 +7,14 @@
 //
 //   node deploy/build.mjs && npx tsx bench/gate-memory.ts [--bodies 20] [--mb 50] [--runs 3] [--ceiling-mb 200]
 //   (uses dist/stallguard.mjs when present, else the TypeScript sources via tsx)
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { startServe } from "./serve-child.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const { values } = parseArgs({
   options: {
     bodies: { type: "string", default: "20" },
@@ -53,44 +51,6 @@ const upstream = createServer((req, res) => {
 });
 await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
-
-async function startServe(dir: string): Promise<{ proc: ChildProcess; url: string }> {
-  const bundle = join(ROOT, "dist/stallguard.mjs");
-  const entry = existsSync(bundle) ? [bundle] : ["--import", "tsx", join(ROOT, "router-ext/cli/main.ts")];
-  const config = join(dir, "bench.yaml");
-  writeFileSync(config, "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n");
-  const args = [
-    "serve",
-    "--port",
-    "0",
-    "--db",
-    join(dir, "bench.db"),
-    "--config",
-    config,
-    "--upstream",
-    upstreamUrl,
-  ];
-  const proc = spawn(process.execPath, [...entry, ...args], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      HOME: dir,
-      XDG_CONFIG_HOME: join(dir, "config"),
-      STALLGUARD_CLIENT_KEY: KEY,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stdout?.on("data", (b: Buffer) => {
-      out += b.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    proc.once("exit", (code) => reject(new Error(`serve exited (${code}): ${out}`)));
-  });
-  return { proc, url };
-}
 
 /** One POST of SIZE bytes, written in 64 KiB pieces as the socket drains (the bench holds no body). */
 function post(url: string): Promise<number> {
@@ -139,7 +99,10 @@ const rows: Array<{ base: number; peak: number; seconds: number }> = [];
 let failed = false;
 for (let run = 1; run <= RUNS; run++) {
   const dir = mkdtempSync(join(tmpdir(), "sg-bench-mem-"));
-  const { proc, url } = await startServe(dir);
+  const { proc, url } = await startServe(dir, {
+    args: ["--upstream", upstreamUrl],
+    env: { STALLGUARD_CLIENT_KEY: KEY },
+  });
   try {
     const pid = proc.pid as number;
     const base = memory(pid).rss;

@@ -138,7 +138,6 @@ export class Stallguard {
       token: s.token,
       timeoutMs: s.timeoutMs,
       queueSize: s.queueSize,
-      maxBytes: s.config.server.max_progress_bytes,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
       ...(deps.retryMs ? { retryMs: deps.retryMs } : {}),
       log: (level, code, message) => this.log(level, code, message),

@@ -6,6 +6,7 @@ import { type ClientUsageView, clientUsageSchema, parseRows } from "../../api/sc
 import { type Api, ApiError } from "./api.ts";
 import { h, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
+import { mountSection } from "./section.ts";
 
 const REFRESH_MS = 5000;
 
@@ -57,19 +58,6 @@ export function renderClients(
   );
 }
 
-function sectionBody(): HTMLElement | null {
-  const existing = document.getElementById("clients-body");
-  if (existing) return existing;
-  const app = document.getElementById("app");
-  if (!app) return null;
-  const body = h("div", { id: "clients-body" });
-  const section = h("section", { id: "clients" }, h("h2", {}, "Client keys"), body);
-  const after = document.getElementById("sessions");
-  if (after && after.parentElement === app) after.after(section);
-  else app.appendChild(section);
-  return body;
-}
-
 async function load(api: Api, root: HTMLElement): Promise<void> {
   let raw: unknown;
   try {
@@ -91,14 +79,16 @@ async function load(api: Api, root: HTMLElement): Promise<void> {
   renderClients(root, { clients: clients.rows, configured, problems: clients.problems }, Date.now());
 }
 
-/** Adds the section and keeps it fresh while `alive()` holds (main.ts bumps its generation on 401). */
+/** Adds the section (after the Sessions readout) and keeps it fresh while `alive()` holds. */
 export function mountClients(api: Api, alive: () => boolean): void {
-  const root = sectionBody();
-  if (!root) return;
-  const loop = async () => {
-    if (!alive()) return;
-    await load(api, root);
-    if (alive()) setTimeout(() => void loop(), REFRESH_MS);
-  };
-  void loop();
+  mountSection(
+    {
+      id: "clients",
+      title: "Client keys",
+      after: "sessions",
+      refreshMs: REFRESH_MS,
+      load: (root) => load(api, root),
+    },
+    alive,
+  );
 }
