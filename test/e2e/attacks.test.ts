@@ -127,42 +127,34 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
     return res;
   };
   const chatBody = JSON.stringify({ model: "m", messages: [] });
+  const JSON_TYPE = { "content-type": "application/json" };
+  /** Headers of a genuine reporter (the plugin token) and of a genuine gate client (the client key). */
+  const asPlugin = () => ({ ...JSON_TYPE, authorization: `Bearer ${srv.pluginToken}` });
+  const asClient = (extra: Record<string, string> = {}) => ({
+    ...JSON_TYPE,
+    authorization: `Bearer ${key}`,
+    ...extra,
+  });
+  const chat = (headers: Record<string, string>) =>
+    raw(srv.url, "POST", "/v1/chat/completions", headers, chatBody);
+  const progress = (headers: Record<string, string>, body: string) =>
+    raw(srv.url, "POST", "/progress", headers, body);
+  const admin = (method: string, path: string, headers: Record<string, string>, body?: string) =>
+    raw(srv.url, method, path, { ...JSON_TYPE, authorization: `Bearer ${ADMIN}`, ...headers }, body);
+  const health = async () =>
+    JSON.parse((await raw(srv.url, "GET", "/health", {})).body) as { pending_writes: number };
 
   it("1. /v1 without a client key (curl's text/plain POST, or JSON): refused, the upstream never reached", async () => {
-    await unchanged(
-      () => raw(srv.url, "POST", "/v1/chat/completions", { "content-type": "text/plain" }, chatBody),
-      415,
-    );
-    const r = await unchanged(
-      () =>
-        raw(srv.url, "POST", "/v1/chat/completions", { "content-type": "application/json", host }, chatBody),
-      401,
-    );
+    await unchanged(() => chat({ "content-type": "text/plain" }), 415);
+    const r = await unchanged(() => chat({ "content-type": "application/json", host }), 401);
     expect(r.body).toContain("client.key");
-    await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/v1/chat/completions",
-          { "content-type": "application/json", authorization: "Bearer guess" },
-          chatBody,
-        ),
-      401,
-    );
+    await unchanged(() => chat({ "content-type": "application/json", authorization: "Bearer guess" }), 401);
     expect(model.requests).toHaveLength(0);
   });
 
   it("2. a web page's no-preflight POST to /v1 (foreign Origin, text/plain): 403", async () => {
     await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/v1/chat/completions",
-          { origin: EVIL, "content-type": "text/plain", "sec-fetch-site": "cross-site" },
-          chatBody,
-        ),
+      () => chat({ origin: EVIL, "content-type": "text/plain", "sec-fetch-site": "cross-site" }),
       403,
     );
     expect(model.requests).toHaveLength(0);
@@ -170,20 +162,9 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
 
   it("3. DNS rebinding (a foreign Host header) on /v1, /progress, /api and /health: 421", async () => {
     const evilHost = `evil.example:${srv.port}`;
-    const h = { host: evilHost, "content-type": "application/json" };
+    await unchanged(() => chat(asClient({ host: evilHost })), 421);
     await unchanged(
-      () => raw(srv.url, "POST", "/v1/chat/completions", { ...h, authorization: `Bearer ${key}` }, chatBody),
-      421,
-    );
-    await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/progress",
-          { ...h, authorization: `Bearer ${srv.pluginToken}` },
-          JSON.stringify(looping("ses_rebind")),
-        ),
+      () => progress({ ...asPlugin(), host: evilHost }, JSON.stringify(looping("ses_rebind"))),
       421,
     );
     await unchanged(
@@ -196,45 +177,15 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
 
   it("4. a forged looping verdict on /progress: no token (no loopback trust), foreign Origin, text/plain", async () => {
     const body = JSON.stringify(looping("ses_victim"));
+    await unchanged(() => progress({ "content-type": "application/json" }, body), 401);
     await unchanged(
-      () => raw(srv.url, "POST", "/progress", { "content-type": "application/json" }, body),
+      () => progress({ "content-type": "application/json", authorization: "Bearer wrong" }, body),
       401,
     );
-    await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/progress",
-          { "content-type": "application/json", authorization: "Bearer wrong" },
-          body,
-        ),
-      401,
-    );
-    await unchanged(
-      () => raw(srv.url, "POST", "/progress", { origin: EVIL, "content-type": "text/plain" }, body),
-      403,
-    );
-    await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/progress",
-          { "content-type": "text/plain", authorization: `Bearer ${srv.pluginToken}` },
-          body,
-        ),
-      415,
-    );
+    await unchanged(() => progress({ origin: EVIL, "content-type": "text/plain" }, body), 403);
+    await unchanged(() => progress({ ...asPlugin(), "content-type": "text/plain" }, body), 415);
     // The victim's requests still pass the gate (auto_recover would have refused a real detection).
-    const ok = await raw(
-      srv.url,
-      "POST",
-      "/v1/chat/completions",
-      { "content-type": "application/json", authorization: `Bearer ${key}`, "x-session-id": "ses_victim" },
-      chatBody,
-    );
-    expect(ok.status).toBe(200);
+    expect((await chat(asClient({ "x-session-id": "ses_victim" }))).status).toBe(200);
   });
 
   it("5. GET /gate/{id} (an <img> tag) and GET /v1/models write nothing: 300 GETs, 0 rows", async () => {
@@ -254,81 +205,29 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
   it("6. ids with NUL, newline, bidi or a lone surrogate: a clear 400", async () => {
     for (const bad of ["ses_a\u0000", "ses_a\n2026-01-01 forged", "ses_\u202egnp.exe", "ses_\ud800"]) {
       const body = JSON.stringify({ ...looping("ses_x"), session_id: bad, root_id: bad });
-      const r = await unchanged(
-        () =>
-          raw(
-            srv.url,
-            "POST",
-            "/progress",
-            { "content-type": "application/json", authorization: `Bearer ${srv.pluginToken}` },
-            body,
-          ),
-        400,
-      );
+      const r = await unchanged(() => progress(asPlugin(), body), 400);
       expect(r.body).toContain("opencode's id charset");
     }
     await unchanged(() => raw(srv.url, "GET", "/gate/ses_%E2%80%AE", {}), 400);
-    await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/api/trees/ses_%0Aforged/stop",
-          { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-          "{}",
-        ),
-      400,
-    );
+    await unchanged(() => admin("POST", "/api/trees/ses_%0Aforged/stop", {}, "{}"), 400);
   });
 
   it("7. an admin write (Stop) from a foreign Origin, even carrying the token: 403", async () => {
+    await unchanged(() => admin("POST", "/api/trees/ses_victim/stop", { origin: EVIL }, "{}"), 403);
     await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/api/trees/ses_victim/stop",
-          { origin: EVIL, authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-          "{}",
-        ),
-      403,
-    );
-    await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "POST",
-          "/api/trees/ses_victim/stop",
-          { "content-type": "text/plain", authorization: `Bearer ${ADMIN}` },
-          "{}",
-        ),
+      () => admin("POST", "/api/trees/ses_victim/stop", { "content-type": "text/plain" }, "{}"),
       415,
     );
   });
 
   it("8. a catastrophic-backtracking regex knob: 400, nothing stored", async () => {
-    const r = await unchanged(
-      () =>
-        raw(
-          srv.url,
-          "PUT",
-          "/api/knobs",
-          { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-          JSON.stringify({ path: "progress.test_commands", value: ["^(a+)+$"] }),
-        ),
-      400,
-    );
+    const knob = JSON.stringify({ path: "progress.test_commands", value: ["^(a+)+$"] });
+    const r = await unchanged(() => admin("PUT", "/api/knobs", {}, knob), 400);
     expect(r.body).toContain("catastrophic backtracking");
   });
 
   it("9. forged text in a real verdict reaches Slack escaped: no <!channel>, no link, no bidi", async () => {
-    const r = await raw(
-      srv.url,
-      "POST",
-      "/progress",
-      { "content-type": "application/json", authorization: `Bearer ${srv.pluginToken}` },
-      JSON.stringify(looping("ses_slack")),
-    );
+    const r = await progress(asPlugin(), JSON.stringify(looping("ses_slack")));
     expect(r.status).toBe(200);
     await expect.poll(() => hook.bodies.length, { timeout: 5000 }).toBeGreaterThan(0);
     const text = String((hook.bodies.at(-1) as { text?: unknown }).text);
@@ -355,34 +254,20 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
     other.exec("BEGIN IMMEDIATE");
     try {
       const t0 = performance.now();
-      const health = await raw(srv.url, "GET", "/health", {});
-      expect(health.status).toBe(200);
-      const chat = await raw(
-        srv.url,
-        "POST",
-        "/v1/chat/completions",
-        { "content-type": "application/json", authorization: `Bearer ${key}`, "x-session-id": "ses_locked" },
-        chatBody,
-      );
-      expect(chat.status).toBe(200);
-      const progress = await raw(
-        srv.url,
-        "POST",
-        "/progress",
-        { "content-type": "application/json", authorization: `Bearer ${srv.pluginToken}` },
-        JSON.stringify(looping("ses_locked2")),
-      );
-      expect(progress.status).toBe(503); // the reporter keeps it and retries
+      expect((await raw(srv.url, "GET", "/health", {})).status).toBe(200);
+      expect((await chat(asClient({ "x-session-id": "ses_locked" }))).status).toBe(200);
+      // The reporter keeps this one and retries.
+      expect((await progress(asPlugin(), JSON.stringify(looping("ses_locked2")))).status).toBe(503);
       expect(performance.now() - t0).toBeLessThan(2000);
       const metrics = await raw(srv.url, "GET", "/metrics", {});
       expect(metrics.body).toMatch(/^stallguard_store_pending_writes [1-9]/m);
-      expect(JSON.parse((await raw(srv.url, "GET", "/health", {})).body).pending_writes).toBeGreaterThan(0);
+      expect((await health()).pending_writes).toBeGreaterThan(0);
     } finally {
       other.exec("ROLLBACK");
       other.close();
     }
     await expect
-      .poll(async () => JSON.parse((await raw(srv.url, "GET", "/health", {})).body).pending_writes, {
+      .poll(async () => (await health()).pending_writes, {
         timeout: 5000,
       })
       .toBe(0);
