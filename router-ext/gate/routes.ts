@@ -3,10 +3,11 @@
 // refused session or tree is answered locally and never forwarded; everything
 // else goes up (its body streamed, not held) with its usage read on the way down.
 import { type Context, Hono } from "hono";
+import { idSchema } from "../../shared/wire.ts";
 import { contextCapBody, errorBody, json, refusalBody } from "./answers.ts";
 import { type ClientKey, clientKeyOf, unauthorizedBody } from "./client-keys.ts";
 import { forwardRequestHeaders, forwardResponseHeaders, upstreamUrl } from "./headers.ts";
-import { headerValue, identityFrom } from "./identity.ts";
+import { identityFrom } from "./identity.ts";
 import { createGateMetrics, type GateMetrics, type RefusalScope } from "./metrics.ts";
 import { type Outgoing, outgoingBody } from "./outgoing-body.ts";
 import { costUsd, type Prices } from "./pricing.ts";
@@ -102,10 +103,14 @@ export function gateRoutes(opts: GateOptions): Hono {
 
   // Read only: an <img> pointing here must not create a session row.
   app.get("/gate/:conversation", async (c) => {
-    const parsed = headerValue.safeParse(c.req.param("conversation"));
+    const parsed = idSchema.safeParse(c.req.param("conversation"));
     if (!parsed.success) {
       return c.json(
-        errorBody("conversation id must be 1-256 printable ASCII", "invalid_request_error", "bad_id"),
+        errorBody(
+          "conversation id must be 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)",
+          "invalid_request_error",
+          "bad_id",
+        ),
         400,
       );
     }
