@@ -414,17 +414,8 @@ describe("runWatchdogTick with local stand-ins", () => {
     mkdirSync(join(home, ".config", "stallguard"), { recursive: true });
     writeFileSync(join(home, ".config", "stallguard", "plugin.token"), "token-from-file\n", { mode: 0o600 });
     rec.auth.length = 0;
-    const { token: _none, ...withoutToken } = {
-      config: makeConfig(),
-      servers: [oc.url],
-      routerUrl: rec.url,
-      token: null,
-      statePath,
-      now: clock,
-      env: { HOME: home } as NodeJS.ProcessEnv,
-      log: (l: string) => logs.push(l),
-    };
-    await runWatchdogTick(withoutToken);
+    // token undefined: the tick looks for it itself (STALLGUARD_TOKEN, else the file).
+    await tick(statePath, { token: undefined, env: { HOME: home } as NodeJS.ProcessEnv });
     expect(rec.auth.length).toBeGreaterThan(0);
     expect(new Set(rec.auth)).toEqual(new Set(["Bearer token-from-file"]));
     oc.sessions.delete("ses_tok");
