@@ -85,6 +85,7 @@ const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port
 let recorded = 0;
 const store: GateStore = {
   decide: (id) => ({ refused: false, scope: null, reason: null, rootId: id.conversation }),
+  peek: (id) => ({ refused: false, scope: null, reason: null, rootId: id.conversation }),
   recordRequest: () => {
     recorded++;
   },
@@ -99,6 +100,7 @@ const gate = await serveGate({
   timeoutMs: 60_000,
   store,
   metrics,
+  clientKeys: [{ name: "bench", key: "bench-client-key" }],
 });
 
 /** " (xN)" when the direct figure is above autocannon's 1 ms resolution, else nothing. */
@@ -121,7 +123,11 @@ async function run(url: string, body: string): Promise<Figures> {
     method: "POST",
     connections: CONNECTIONS,
     duration: DURATION,
-    headers: { "content-type": "application/json", "x-session-id": "ses_bench" },
+    headers: {
+      "content-type": "application/json",
+      "x-session-id": "ses_bench",
+      authorization: "Bearer bench-client-key",
+    },
     body,
   });
   return {

@@ -6,13 +6,12 @@
 //
 //   node deploy/build.mjs && npx tsx bench/progress-throughput.ts [--runs 3] [--amount 20000] [--connections 10]
 //   (uses dist/stallguard.mjs when present, else the TypeScript sources via tsx)
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { startServe } from "./serve-child.ts";
 
 interface AutocannonResult {
   requests: { average: number; total: number };
@@ -38,7 +37,6 @@ type Autocannon = (opts: {
 
 const require = createRequire(import.meta.url);
 const autocannon = require("autocannon") as Autocannon;
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 const { values } = parseArgs({
   options: {
@@ -92,32 +90,6 @@ function body(n: number): string {
   });
 }
 
-async function startServe(dir: string): Promise<{ proc: ChildProcess; url: string }> {
-  const bundle = join(ROOT, "dist/stallguard.mjs");
-  const entry = existsSync(bundle) ? [bundle] : ["--import", "tsx", join(ROOT, "router-ext/cli/main.ts")];
-  const config = join(dir, "bench.yaml");
-  writeFileSync(config, "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n");
-  const proc = spawn(
-    process.execPath,
-    [...entry, "serve", "--port", "0", "--db", join(dir, "bench.db"), "--config", config],
-    {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: dir, STALLGUARD_ADMIN_TOKEN: "bench" },
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stdout?.on("data", (b: Buffer) => {
-      out += b.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    proc.once("exit", (code) => reject(new Error(`serve exited (${code}): ${out}`)));
-  });
-  return { proc, url };
-}
-
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -125,7 +97,9 @@ const median = (xs: number[]) => {
 };
 
 const dir = mkdtempSync(join(tmpdir(), "sg-bench-"));
-const { proc, url } = await startServe(dir);
+const { proc, url } = await startServe(dir, {
+  env: { STALLGUARD_ADMIN_TOKEN: "bench", STALLGUARD_TOKEN: "bench-plugin" },
+});
 let failed = false;
 const rows: AutocannonResult[] = [];
 try {
@@ -134,7 +108,7 @@ try {
     {
       method: "POST",
       path: "/progress",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: "Bearer bench-plugin" },
       setupRequest: (req) => ({ ...req, body: body(n++) }),
     },
   ];

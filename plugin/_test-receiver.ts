@@ -30,7 +30,11 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(opts: { token?: string } = {}): Promise<Receiver> {
+/**
+ * token: the bearer token it wants. maxBytes: its body limit, said on GET /health
+ * and enforced with a 413 naming it, as the router does.
+ */
+export async function startReceiver(opts: { token?: string; maxBytes?: number } = {}): Promise<Receiver> {
   const bodies: ReceivedBody[] = [];
   const messages: ProgressMessage[] = [];
   const invalid: Array<{ raw: string; errors: string[] }> = [];
@@ -40,6 +44,11 @@ export async function startReceiver(opts: { token?: string } = {}): Promise<Rece
   let server: Server | null = null;
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method === "GET" && req.url === "/health" && mode === "ok") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ ok: true, max_progress_bytes: opts.maxBytes ?? 65_536 }));
+      return;
+    }
     const raw = await readBody(req);
     bodies.push({ raw, authorization: req.headers.authorization, at: Date.now() });
     if (mode === "hang") return; // never answer; down()/close() cut the socket
@@ -54,6 +63,11 @@ export async function startReceiver(opts: { token?: string } = {}): Promise<Rece
     }
     if (opts.token && req.headers.authorization !== `Bearer ${opts.token}`) {
       res.writeHead(401).end();
+      return;
+    }
+    if (opts.maxBytes !== undefined && Buffer.byteLength(raw) > opts.maxBytes) {
+      res.writeHead(413, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: "too large", max_progress_bytes: opts.maxBytes }));
       return;
     }
     let body: unknown;

@@ -25,7 +25,7 @@ describe("outcomeOf", () => {
     [204, "sent"],
     [400, "rejected"],
     [401, "rejected"],
-    [413, "rejected"],
+    [413, "too_large"],
     [408, "retry"],
     [429, "retry"],
     [500, "retry"],
@@ -189,5 +189,69 @@ describe("Reporter answers (modes)", () => {
     await expect(boom.flush()).resolves.toBeUndefined();
     expect(boom.stats.sent).toBe(1);
     boom.close();
+  });
+});
+
+describe("Reporter under the router's body limit", () => {
+  it("splits a batch the router answers 413 and sends it all again; a big heartbeat goes in pieces", async () => {
+    const rx = await startReceiver({ token: "tok", maxBytes: 4096 });
+    const r = new Reporter({
+      url: rx.url,
+      token: () => "tok",
+      timeoutMs: 500,
+      queueSize: 500,
+      retryMs: 20,
+      maxBytes: 1 << 20,
+    });
+    try {
+      // The reporter believes 1 MiB until the first body; /health says 4096.
+      for (let i = 0; i < 60; i++) r.enqueue(tick(i));
+      r.enqueue({
+        ...beat(1),
+        sessions: Array.from({ length: 80 }, (_, i) => ({
+          session_id: `ses_${i}`,
+          parent_id: null,
+          root_id: `ses_${i}`,
+          agent: "build",
+          verdict: "ok" as const,
+          turns: 1,
+          turns_since_landed: 0,
+          last_landed_at: null,
+          context_tokens: 0,
+        })),
+      });
+      await expect.poll(() => r.pending, { timeout: 5000 }).toBe(0);
+      expect(r.stats).toMatchObject({ rejected: 0, dropped: 0 });
+      expect(r.maxBytes).toBe(4096);
+      expect(rx.messages.filter((m) => m.type === "watchdog_tick")).toHaveLength(60);
+      const hbSessions = rx.messages.flatMap((m) => (m.type === "heartbeat" ? m.sessions : []));
+      expect(new Set(hbSessions.map((s) => s.session_id)).size).toBe(80);
+      expect(rx.bodies.every((b) => Buffer.byteLength(b.raw) <= 4096)).toBe(true);
+    } finally {
+      r.close();
+      await rx.close();
+    }
+  });
+
+  it("learns a lower limit from a 413 (a proxy in front), then cuts every batch to it", async () => {
+    const rx = await startReceiver({ token: "tok", maxBytes: 2048 });
+    // Skip /health: a fetch that fails it, so only the 413 can teach the limit.
+    const learnt = new Reporter({
+      url: rx.url,
+      token: "tok",
+      timeoutMs: 500,
+      queueSize: 500,
+      retryMs: 20,
+      fetch: (u, init) => (u.endsWith("/health") ? Promise.reject(new Error("no health")) : fetch(u, init)),
+    });
+    try {
+      for (let i = 0; i < 40; i++) learnt.enqueue(tick(i));
+      await expect.poll(() => learnt.pending, { timeout: 5000 }).toBe(0);
+      expect(learnt.stats).toMatchObject({ rejected: 0, dropped: 0, sent: 40 });
+      expect(learnt.maxBytes).toBe(2048);
+    } finally {
+      learnt.close();
+      await rx.close();
+    }
   });
 });

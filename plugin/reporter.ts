@@ -1,17 +1,21 @@
 // Fire-and-forget delivery of /progress messages. enqueue() is synchronous and
 // never throws; one request is in flight at a time, with a short timeout; a
 // batch that fails for a reason a retry can fix stays queued and is retried
-// with backoff. The queue is bounded: the oldest messages go first, and only
-// the newest heartbeat is ever kept.
+// with backoff. Batches are sized under the router's body limit (read from
+// /health, lowered by a 413, which is split and retried, never dropped), and a
+// big heartbeat goes out in pieces. The queue is bounded: the oldest messages
+// go first, and only the newest heartbeat is ever kept.
 import { type ProgressMessage, type ProgressResponse, progressResponseSchema } from "../shared/index.ts";
 import { classifyStatus, type FetchLike, postProgress } from "../shared/progress-client.ts";
+import { bodyBytes, fitHeartbeats, limitFrom, MAX_BATCH, takeBatch } from "./batch.ts";
 
 export type { FetchLike };
 
 export interface ReporterOptions {
   /** The router's base URL; messages go to {url}/progress. */
   url: string;
-  token: string | null;
+  /** The bearer token, or a function read before every POST (the plugin.token file may appear later). */
+  token: string | null | (() => string | null);
   timeoutMs: number;
   queueSize: number;
   fetch?: FetchLike;
@@ -20,6 +24,8 @@ export interface ReporterOptions {
   maxRetryMs?: number;
   /** At most this many messages per POST (the wire allows 100). */
   batchSize?: number;
+  /** The router's body limit until /health or a 413 says otherwise. Default 65,536 (server.max_progress_bytes). */
+  maxBytes?: number;
   log?: (level: "warn" | "error", code: string, message: string) => void;
   /** Called with every valid 2xx answer (its directives are the modes' work for this plugin). */
   onAnswer?: (answer: ProgressResponse) => void;
@@ -33,7 +39,7 @@ export interface ReporterStats {
   rejected: number;
 }
 
-export type SendOutcome = "sent" | "retry" | "rejected";
+export type SendOutcome = "sent" | "retry" | "rejected" | "too_large";
 
 /**
  * What the queue does with an answer (classes from shared/progress-client.ts):
@@ -41,6 +47,7 @@ export type SendOutcome = "sent" | "retry" | "rejected";
  * queue (logged), since nothing inside opencode can fix a token or a body.
  */
 export function outcomeOf(status: number): SendOutcome {
+  if (status === 413) return "too_large";
   const c = classifyStatus(status);
   return c === "refused" ? "rejected" : c;
 }
@@ -51,11 +58,23 @@ export class Reporter {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private failuresInRow = 0;
   private closed = false;
+  /** The router's body limit as last learnt. */
+  private limit: number;
+  private limitKnown = false;
+  /** After a 400 on a batch: smaller batches, so only the bad message is dropped. */
+  private isolate: number | null = null;
   readonly stats: ReporterStats = { sent: 0, batches: 0, failures: 0, dropped: 0, rejected: 0 };
   /** Set after construction by the hook shell (directives); must not throw, is not awaited. */
   onAnswer: ((answer: ProgressResponse) => void) | null = null;
 
-  constructor(private readonly opts: ReporterOptions) {}
+  constructor(private readonly opts: ReporterOptions) {
+    this.limit = opts.maxBytes ?? 65_536;
+  }
+
+  /** The body limit batches are sized under (what /health or the last 413 said). */
+  get maxBytes(): number {
+    return this.limit;
+  }
 
   get pending(): number {
     return this.queue.length;
@@ -70,7 +89,12 @@ export class Reporter {
       // Drop the oldest heartbeat first, then the oldest message.
       const hb = this.queue.findIndex((m) => m.type === "heartbeat");
       this.queue.splice(hb >= 0 && hb < this.queue.length - 1 ? hb : 0, 1);
-      this.stats.dropped++;
+      if (this.stats.dropped++ % 100 === 0)
+        this.opts.log?.(
+          "warn",
+          "progress_queue_full",
+          `queue full (${this.opts.queueSize}): oldest report dropped`,
+        );
     }
     if (this.failuresInRow === 0) this.schedule(0);
   }
@@ -103,24 +127,55 @@ export class Reporter {
   private sendBatch(): Promise<void> {
     if (this.inflight) return this.inflight;
     if (this.queue.length === 0) return Promise.resolve();
-    const batch = this.queue.slice(0, this.opts.batchSize ?? 100);
-    this.inflight = this.post(batch)
-      .then((outcome) => this.settle(batch, outcome))
-      .catch(() => this.settle(batch, "retry"))
-      .finally(() => {
-        this.inflight = null;
-      });
+    this.inflight = (async () => {
+      if (!this.limitKnown) await this.learnLimit();
+      // Under the limit with a little room (a proxy may add nothing, but the limit may have just shrunk).
+      const room = Math.floor(this.limit * 0.98);
+      this.queue = fitHeartbeats(this.queue, room);
+      const count = Math.min(this.isolate ?? MAX_BATCH, this.opts.batchSize ?? MAX_BATCH);
+      const batch = takeBatch(this.queue, room, count);
+      let outcome: SendOutcome;
+      try {
+        outcome = await this.post(batch);
+      } catch {
+        outcome = "retry";
+      }
+      this.settle(batch, outcome);
+    })().finally(() => {
+      this.inflight = null;
+    });
     return this.inflight;
+  }
+
+  /** The router's limit from GET /health (max_progress_bytes); kept as it is when the router does not say. */
+  private async learnLimit(): Promise<void> {
+    try {
+      const doFetch = this.opts.fetch ?? ((u: string, i: RequestInit) => fetch(u, i));
+      const res = await doFetch(`${this.opts.url.replace(/\/+$/, "")}/health`, {
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+      });
+      const limit = limitFrom(await res.text());
+      if (limit !== null) this.limit = limit;
+      this.limitKnown = true;
+    } catch {
+      // The router is down: the POST will say so too; ask again next time.
+    }
+  }
+
+  private token(): string | null {
+    const t = this.opts.token;
+    return typeof t === "function" ? t() : t;
   }
 
   private async post(batch: ProgressMessage[]): Promise<SendOutcome> {
     const r = await postProgress(this.opts.url, batch.length === 1 ? (batch[0] as ProgressMessage) : batch, {
-      token: this.opts.token,
+      token: this.token(),
       timeoutMs: this.opts.timeoutMs,
       ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
     });
     if (r.http === null) return "retry";
     const outcome = outcomeOf(r.http);
+    if (outcome === "too_large") return this.tooLarge(batch, r.text);
     if (outcome === "sent") this.answer(r.text);
     if (outcome === "rejected")
       this.opts.log?.("warn", "progress_rejected", `router answered ${r.http} to /progress`);
@@ -139,7 +194,35 @@ export class Reporter {
     }
   }
 
+  /**
+   * A 413: learn the limit (from the answer, else half this body) and send the
+   * same messages again in smaller pieces. Only a single message that cannot
+   * be cut (a transition over the limit) is given up, and logged.
+   */
+  private tooLarge(batch: ProgressMessage[], text: string): SendOutcome {
+    const size = bodyBytes(batch);
+    const said = limitFrom(text);
+    this.limit = Math.max(256, Math.min(said ?? Math.floor(size / 2), size - 1));
+    this.limitKnown = true;
+    const only = batch[0] as ProgressMessage;
+    const splittable = batch.length > 1 || (only.type === "heartbeat" && only.sessions.length > 1);
+    if (splittable) return "too_large";
+    this.opts.log?.("error", "progress_too_large", `router refused a ${size} byte ${only.type} (413)`);
+    return "rejected";
+  }
+
   private settle(batch: ProgressMessage[], outcome: SendOutcome): void {
+    if (outcome === "too_large") {
+      // Nothing leaves the queue: the next batch is cut to the new limit, right away.
+      this.schedule(0);
+      return;
+    }
+    if (outcome === "rejected" && batch.length > 1) {
+      // One bad message must not take the others with it: retry in halves down to the culprit.
+      this.isolate = Math.max(1, Math.floor(batch.length / 2));
+      this.schedule(0);
+      return;
+    }
     if (outcome === "retry") {
       this.stats.failures++;
       this.failuresInRow++;
@@ -155,6 +238,7 @@ export class Reporter {
     if (outcome === "sent") {
       this.stats.sent += batch.length;
       this.stats.batches++;
+      this.isolate = null;
     } else {
       this.stats.rejected += batch.length;
     }

@@ -5,6 +5,8 @@
 // last layer, with the environment on top. Admin overrides live in the
 // router's database, which the plugin does not read. A bad layer never stops
 // opencode: it is reported and the defaults are used instead.
+
+import { readSecretFile, secretFilePaths } from "../router-ext/server/secret-files.ts";
 import {
   ConfigError,
   type ConfigLayer,
@@ -27,7 +29,12 @@ export interface Settings {
   policy: Policy;
   /** POST target: {routerUrl}/progress. */
   routerUrl: string;
-  token: string | null;
+  /**
+   * The plugin token: the environment variable when set, else the plugin.token
+   * file serve writes (read again on every call, so a router started after
+   * opencode, or one that made a new token, is picked up).
+   */
+  token: () => string | null;
   timeoutMs: number;
   queueSize: number;
   heartbeatMs: number;
@@ -101,14 +108,16 @@ export function loadSettings(input: SettingsInput): SettingsResult {
   const heartbeat = positiveInt(envHeartbeat);
   if (envHeartbeat && heartbeat === undefined)
     issues.push("STALLGUARD_HEARTBEAT_MS: not a positive integer (using progress.heartbeat)");
-  const token = input.env[config.plugin.token_env];
+  const envToken = input.env[config.plugin.token_env];
+  const tokenFile = secretFilePaths(input.env).plugin;
+  const token = () => (envToken ? envToken : readSecretFile(tokenFile));
 
   return {
     settings: {
       config,
       policy: policyFromConfig(config),
       routerUrl: url ?? config.plugin.router_url.replace(/\/+$/, ""),
-      token: token ? token : null,
+      token,
       timeoutMs: config.plugin.timeout,
       queueSize: config.plugin.queue_size,
       heartbeatMs: heartbeat ?? config.progress.heartbeat,

@@ -1,6 +1,7 @@
 // Reads a bash command string for the parts the core may keep: which files it
 // touches, the numbers in it (the slice), what program it runs, and whether it
 // is a commit or a test. Never keeps the rest of the command.
+import { MATCH_CHARS } from "./regex-safety.ts";
 
 const SEPARATORS = new Set(["&&", "||", ";", "|", "&", "|&"]);
 const PREFIX_PROGRAMS = new Set(["cd", "export", "source", ".", "set", "pushd", "popd", "unset"]);
@@ -239,7 +240,8 @@ export function isCommitCommand(command: string): boolean {
 /** The command runs a test or lint tool from the configured patterns in any segment. */
 export function isTestCommand(command: string, patterns: readonly RegExp[]): boolean {
   return segments(command).some((s) => {
-    const line = s.join(" ");
+    // A bounded prefix: what backtracking a pattern has left stays small (shared/regex-safety.ts).
+    const line = s.join(" ").slice(0, MATCH_CHARS);
     return patterns.some((re) => re.test(line));
   });
 }

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { looksSecret } from "./bash-command.ts";
 import { parseDuration } from "./duration.ts";
+import { regexHazard } from "./regex-safety.ts";
 
 /** A duration knob: seconds as a number, or "90s" / "5m" / "1h" / "7d". Parsed to milliseconds. */
 const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
@@ -26,17 +27,19 @@ const severity = z.enum(["info", "warning", "critical"]);
 export type Severity = z.infer<typeof severity>;
 
 const portNumber = z.number().int().min(0).max(65535);
-const regexSource = z.string().refine(
-  (s) => {
+const regexSource = z
+  .string()
+  .max(500)
+  .superRefine((s, ctx) => {
     try {
       new RegExp(s);
-      return true;
     } catch {
-      return false;
+      ctx.addIssue({ code: "custom", message: "not a valid regular expression" });
+      return;
     }
-  },
-  { message: "not a valid regular expression" },
-);
+    const hazard = regexHazard(s);
+    if (hazard) ctx.addIssue({ code: "custom", message: hazard });
+  });
 
 const SECRET_QUERY = /[?&](token|key|secret|password|auth|sig|signature|access_token|api_key)=/i;
 const publicUrl = z
@@ -270,6 +273,24 @@ const serverSchema = z.strictObject({
     .min(1024)
     .default(50 * 1024 * 1024),
   upstream_timeout: duration.prefault("10m"),
+  /**
+   * The gate's client keys: a request to /v1 must present one as its bearer
+   * token (opencode sends the provider's apiKey so). Each key is read from its
+   * environment variable; the name is recorded per request. Empty: one key named
+   * "default", from STALLGUARD_CLIENT_KEY or the client.key file serve creates.
+   */
+  client_keys: z
+    .array(
+      z.strictObject({
+        name: z.string().regex(/^[a-z0-9_-]{1,40}$/, "lowercase [a-z0-9_-], at most 40"),
+        key_env: envName,
+      }),
+    )
+    .max(100)
+    .default([])
+    .refine((list) => new Set(list.map((k) => k.name)).size === list.length, {
+      message: "client key names must be unique",
+    }),
 });
 
 const breakerSchema = z.strictObject({
@@ -304,7 +325,8 @@ const pluginSchema = z.strictObject({
   router_url: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:4870"),
   token_env: envName.default("STALLGUARD_TOKEN"),
   timeout: duration.prefault("500ms"),
-  queue_size: z.number().int().min(1).max(1000).default(50),
+  /** Reports kept while the router is away (a transition is at most about 6 KB). */
+  queue_size: z.number().int().min(1).max(10_000).default(1000),
   /** Idle sessions are evicted from the plugin's memory after this long. */
   idle_evict: duration.prefault("2h"),
   max_sessions: z.number().int().min(1).max(100_000).default(500),

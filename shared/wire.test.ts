@@ -128,10 +128,24 @@ describe("wire: transitions built from real verdict changes", () => {
     expect(transitionId("plugin", a)).toBe(transitionId("plugin", { ...a }));
     expect(transitionId("plugin", a)).not.toBe(transitionId("plugin", b));
     expect(transitionId("plugin", a)).not.toBe(transitionId("watchdog", a));
+    // The idempotency key stays in its charset whatever the session id; an id outside
+    // opencode's charset is refused by name (it could forge a log line or an alert).
     const odd = { ...a, sessionId: "ses with spaces/and?odd#chars".repeat(6) };
-    expect(
-      parseProgressBody(toTransition(odd, { source: "plugin", report: "", pluginVersion: null })).ok,
-    ).toBe(true);
+    const t = toTransition(odd, { source: "plugin", report: "", pluginVersion: null });
+    expect(t.id).toMatch(/^[A-Za-z0-9_.:-]{8,128}$/);
+    const parsed = parseProgressBody(t);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.errors.every((e) => e.startsWith("session_id:"))).toBe(true);
+  });
+
+  it("ids with control, bidi or lone-surrogate characters get a clear 400 issue", () => {
+    const [a] = changes as [VerdictChange];
+    const base = toTransition(a, { source: "plugin", report: "", pluginVersion: null });
+    for (const bad of ["ses_a\u0000", "ses_a\nforged line", "ses_\u202egnp.exe", "ses_\ud800", "ses a"]) {
+      const parsed = parseProgressBody({ ...base, session_id: bad, root_id: bad });
+      expect(parsed.ok, JSON.stringify(bad)).toBe(false);
+      if (!parsed.ok) expect(parsed.errors.join("\n")).toContain("opencode's id charset");
+    }
   });
 
   it("toWireSignals clamps and rounds to what the schema allows", () => {

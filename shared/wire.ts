@@ -8,7 +8,17 @@ import { FLAG_REASONS } from "./incident-report.ts";
 import { issuePath as pathOf } from "./issue-path.ts";
 import type { Signals } from "./types.ts";
 
-const id = z.string().min(1).max(200);
+/**
+ * A session id: opencode's charset (ses_ and base62) plus the separators other
+ * reporters use ("_", ".", ":", "-"). Control, bidi and other non-ASCII
+ * characters are refused, so an id cannot forge a log line or an alert, and
+ * reads back exactly as it was sent.
+ */
+export const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,200}$/;
+export const idSchema = z
+  .string()
+  .regex(ID_PATTERN, "an id is 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)");
+const id = idSchema;
 const verdict = z.enum(["ok", "stalling", "looping"]);
 const reason = z.enum(FLAG_REASONS);
 const count = z.number().int().min(0).max(1e12);

@@ -123,8 +123,29 @@ export const healthSchema = z.object({
   plugins_live: z.optional(z.number()),
   /** The database accepts a write transaction (a read-only file or a full disk does not). */
   db_writable: z.optional(z.boolean()),
+  /** The largest POST /progress body taken; reporters size their batches under it. */
+  max_progress_bytes: z.optional(z.number()),
+  /** Writes waiting for the database's write lock (another process holds it). */
+  pending_writes: z.optional(z.number()),
 });
 export type Health = z.infer<typeof healthSchema>;
+
+/** One row of GET /api/clients: what a named client key spent in the retention window. */
+export const clientUsageSchema = z.object({
+  client: z.string(),
+  requests: z.number(),
+  refused: z.number(),
+  failed: z.number(),
+  cost_usd: z.number(),
+  last_at: z.number(),
+});
+export type ClientUsageView = z.infer<typeof clientUsageSchema>;
+export const clientsResponseSchema = z.object({
+  clients: z.array(clientUsageSchema),
+  /** The configured key names, so a key that has not been used yet is listed too. */
+  configured: z.array(z.string()),
+});
+export type ClientsResponse = z.infer<typeof clientsResponseSchema>;
 
 export const knobKinds = [
   "number",

@@ -7,7 +7,13 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { GateOptions } from "../gate/index.ts";
-import { MemoryGateStore, type ServedGate, serveGate } from "../gate/testing.ts";
+import {
+  keyedFetch as fetch,
+  MemoryGateStore,
+  type ServedGate,
+  serveGate,
+  TEST_CLIENT,
+} from "../gate/testing.ts";
 
 interface Seen {
   body: string;
@@ -64,6 +70,7 @@ describe("gate modelRoute (real upstream, real gate)", () => {
   const start = async (modelRoute: GateOptions["modelRoute"]) => {
     store = new MemoryGateStore();
     gate = await serveGate({
+      clientKeys: [TEST_CLIENT],
       upstream: upUrl,
       apiKey: null,
       prices: {},

@@ -36,6 +36,9 @@ export function served(model: string, conversation: string, at: number, root = c
     duration_ms: 5,
     refused: false,
     plugin_version: null,
+    client: "default",
+    error: null,
+    response_bytes: 100,
   };
 }
 

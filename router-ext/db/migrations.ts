@@ -7,6 +7,7 @@ import type { Migration } from "./migration.ts";
 import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
 import { OPERATOR_MIGRATIONS } from "./migrations-operator.ts";
+import { SECURITY_MIGRATIONS } from "./migrations-security.ts";
 
 export type { Migration } from "./migration.ts";
 
@@ -150,6 +151,7 @@ CREATE TABLE counters (
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
   ...OPERATOR_MIGRATIONS,
+  ...SECURITY_MIGRATIONS,
 ];
 
 /**

@@ -1,11 +1,13 @@
 // The only place that opens the SQLite file: WAL journal, synchronous=NORMAL
 // (a commit survives a process kill; only an OS crash can lose the last
 // transactions), a busy timeout for a second reader such as the CLI, and the
-// migrations applied before anything else touches it.
-import { mkdirSync } from "node:fs";
+// migrations applied before anything else touches it. The file (and its WAL
+// and shm companions) is 0600, a folder it creates 0700.
+import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import Database from "better-sqlite3";
+import { privateDir, privateFile } from "../server/secret-files.ts";
 import { migrate } from "./migrations.ts";
 
 /** $XDG_STATE_HOME/stallguard/stallguard.db, else ~/.local/state/stallguard/stallguard.db. */
@@ -20,9 +22,23 @@ export interface OpenDatabaseOptions {
   verbose?: (sql?: unknown) => void;
 }
 
+/**
+ * Creates the database file 0600 before SQLite does (it would use the umask,
+ * 0644), tightens an existing one and its WAL and shm files, and makes our own
+ * folder 0700. A folder the user chose (--db /some/dir/x.db) is created 0700
+ * but otherwise left as it is.
+ */
+function privateDbFile(path: string): void {
+  const dir = dirname(path);
+  if (basename(dir) === "stallguard") privateDir(dir);
+  else mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!existsSync(path)) closeSync(openSync(path, "a", 0o600));
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(f)) privateFile(f);
+}
+
 /** Opens (creating when missing) and migrates the database at `path` (":memory:" for tests). */
 export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Database.Database {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  if (path !== ":memory:") privateDbFile(path);
   const db = new Database(path, opts.verbose ? { verbose: opts.verbose } : {});
   try {
     db.pragma("journal_mode = WAL");

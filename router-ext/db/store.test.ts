@@ -52,6 +52,9 @@ const request = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   duration_ms: 30,
   refused: false,
   plugin_version: null,
+  client: "default",
+  error: null,
+  response_bytes: 10,
   ...over,
 });
 

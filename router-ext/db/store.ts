@@ -26,6 +26,7 @@ import type { KnobOverride } from "./tables/knobs.ts";
 import type { MarkKind } from "./tables/marks.ts";
 import { type RefusalRow, refusalView } from "./tables/refusals.ts";
 import { sessionView } from "./views.ts";
+import { WriteQueue } from "./write-queue.ts";
 
 export type { FreshTransition, IngestOptions, IngestResult, PlanFn } from "./ingest.ts";
 export type { KnobOverride } from "./tables/knobs.ts";
@@ -59,6 +60,8 @@ export interface PruneResult {
 export interface StoreOptions {
   /** The clock for gate decisions (refusal counting, identity times). Default Date.now. */
   now?: () => number;
+  /** One line per queued write that failed for good. */
+  log?: (line: string) => void;
 }
 
 /**
@@ -73,6 +76,8 @@ export class Store implements GateStore {
   readonly tables: Tables;
   /** The modes' durable half: scoped refusals, directives, context caps (router-ext/modes/store.ts). */
   readonly modes: ModesStore;
+  /** The gate's writes (identity, refusal counts, request records) wait here while another process holds the lock. */
+  readonly writes: WriteQueue;
   private readonly now: () => number;
 
   constructor(db: Database.Database, opts: StoreOptions = {}) {
@@ -80,6 +85,7 @@ export class Store implements GateStore {
     this.tables = openTables(db);
     this.modes = new ModesStore(this.tables);
     this.now = opts.now ?? Date.now;
+    this.writes = new WriteQueue(opts.log ? { log: opts.log } : {});
   }
 
   /** Stores one POST /progress body atomically. A transition id seen before is a duplicate, not re-applied. */
@@ -89,14 +95,35 @@ export class Store implements GateStore {
 
   // ---- GateStore ----------------------------------------------------------
 
-  /** Learns the caller's identity (parent -> root) and answers whether its session or tree is stopped. */
+  /**
+   * Learns the caller's identity (parent -> root) and answers whether its
+   * session or tree is stopped. While another process holds the write lock the
+   * answer is read without writing (peek) and the learning waits in the queue.
+   */
   decide(identity: GateIdentity, now = this.now()): GateDecision {
     const sessionId = identity.conversation;
     if (sessionId === null || sessionId.length === 0 || sessionId.length > 200) {
       return { refused: false, scope: null, reason: null, rootId: null };
     }
+    let answer: GateDecision | null = null;
+    this.writes.run("gate identity", () => {
+      answer = this.db.transaction(() => this.judge(identity, sessionId, now, true))();
+    });
+    return answer ?? this.peek(identity);
+  }
+
+  /** The answer decide gives, learning and counting nothing (GET /gate/{id}, GET /v1/models). */
+  peek(identity: GateIdentity): GateDecision {
+    const sessionId = identity.conversation;
+    if (sessionId === null || sessionId.length === 0 || sessionId.length > 200) {
+      return { refused: false, scope: null, reason: null, rootId: null };
+    }
+    return this.judge(identity, sessionId, this.now(), false);
+  }
+
+  private judge(identity: GateIdentity, sessionId: string, now: number, write: boolean): GateDecision {
     const t = this.tables;
-    return this.db.transaction((): GateDecision => {
+    if (write) {
       t.sessions.learn(
         {
           session_id: sessionId,
@@ -108,31 +135,35 @@ export class Store implements GateStore {
         now,
       );
       if (identity.pluginVersion) t.sessions.pluginSeen(sessionId, identity.pluginVersion.slice(0, 64), now);
-      const rootId = t.sessions.rootOf(sessionId);
-      const sess = t.refusals.get("session", sessionId);
-      // A recovery's own compaction request passes the scoped refusal it runs under.
-      const compacting = identity.agent === "compaction" && this.modes.refusedByMode(sessionId);
-      if (sess?.state === "stopped" && !compacting) {
-        this.modes.countRefusal(sessionId, "session", sess.changed_at, now);
-        return { refused: true, scope: "session", reason: refusalReason("session", sess), rootId };
-      }
-      const tree = t.refusals.get("tree", rootId);
-      if (tree?.state === "stopped") {
-        this.modes.countRefusal(sessionId, "tree", tree.changed_at, now);
-        return { refused: true, scope: "tree", reason: refusalReason("tree", tree), rootId };
-      }
-      const overCap = this.modes.overCap(sessionId, rootId, identity.agent);
-      return { refused: false, scope: null, reason: null, rootId, ...(overCap ? { overCap } : {}) };
-    })();
+    }
+    const known = t.sessions.get(sessionId) !== undefined;
+    const parent = identity.parent && identity.parent !== sessionId ? identity.parent : null;
+    const rootId = known || !parent ? t.sessions.rootOf(sessionId) : t.sessions.rootOf(parent);
+    const sess = t.refusals.get("session", sessionId);
+    // A recovery's own compaction request passes the scoped refusal it runs under.
+    const compacting = identity.agent === "compaction" && this.modes.refusedByMode(sessionId);
+    if (sess?.state === "stopped" && !compacting) {
+      if (write) this.modes.countRefusal(sessionId, "session", sess.changed_at, now);
+      return { refused: true, scope: "session", reason: refusalReason("session", sess), rootId };
+    }
+    const tree = t.refusals.get("tree", rootId);
+    if (tree?.state === "stopped") {
+      if (write) this.modes.countRefusal(sessionId, "tree", tree.changed_at, now);
+      return { refused: true, scope: "tree", reason: refusalReason("tree", tree), rootId };
+    }
+    const overCap = this.modes.overCap(sessionId, rootId, identity.agent);
+    return { refused: false, scope: null, reason: null, rootId, ...(overCap ? { overCap } : {}) };
   }
 
   /** Stores one gate request record (counts, money, timings; never a body). */
   recordRequest(r: RequestRecord): void {
-    this.db.transaction(() => {
-      this.tables.requests.insert(r);
-      if (r.refused) this.tables.counters.bump("refusals_total");
-      if (r.conversation !== null) this.tables.sessions.touch(r.conversation, r.started_at);
-    })();
+    this.writes.run("request record", () =>
+      this.db.transaction(() => {
+        this.tables.requests.insert(r);
+        if (r.refused) this.tables.counters.bump("refusals_total");
+        if (r.conversation !== null) this.tables.sessions.touch(r.conversation, r.started_at);
+      })(),
+    );
   }
 
   // ---- refusals -----------------------------------------------------------
@@ -200,7 +231,7 @@ export class Store implements GateStore {
 
   /** Adds to a durable counter (for figures that must survive restarts, e.g. rejected bodies). */
   bump(name: string, by = 1): void {
-    this.tables.counters.bump(name, by);
+    this.writes.run("counter", () => this.tables.counters.bump(name, by));
   }
 
   /** Throws when the database cannot answer. */
@@ -347,6 +378,8 @@ export class Store implements GateStore {
   }
 
   close(): void {
+    this.writes.drain();
+    this.writes.close();
     if (this.db.open) this.db.close();
   }
 }

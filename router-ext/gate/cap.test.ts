@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDatabase } from "../db/open.ts";
 import { Store } from "../db/store.ts";
 import { contextCapBody } from "./index.ts";
-import { type ServedGate, serveGate } from "./testing.ts";
+import { keyedFetch as fetch, type ServedGate, serveGate, TEST_CLIENT } from "./testing.ts";
 
 describe("gate context cap (real store, real upstream)", () => {
   let dir: string;
@@ -43,6 +43,7 @@ describe("gate context cap (real store, real upstream)", () => {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
     upstreamUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
     gate = await serveGate({
+      clientKeys: [TEST_CLIENT],
       upstream: upstreamUrl,
       apiKey: null,
       prices: {},

@@ -4,7 +4,10 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { createGateMetrics, type GateOptions } from "./index.ts";
-import { MemoryGateStore, type ServedGate, serveGate } from "./testing.ts";
+import { keyedFetch, MemoryGateStore, type ServedGate, serveGate, TEST_CLIENT } from "./testing.ts";
+
+// Every request below presents the test client key, as opencode presents its provider's apiKey.
+const fetch = keyedFetch;
 
 /** Narrows a value the test has just asserted to exist; fails loudly otherwise. */
 function must<T>(v: T | null | undefined): T {
@@ -125,6 +128,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     store,
     metrics,
     log: (l) => logs.push(l),
+    clientKeys: [TEST_CLIENT],
   });
 
   beforeAll(async () => {
@@ -324,7 +328,11 @@ describe("gate proxy (real upstream, real hono server)", () => {
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
     };
     const send = (headers: Record<string, string>) =>
-      fetch(`${gate.url}/v1/models`, { headers }).then((r) => r.text());
+      fetch(`${gate.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: chat(),
+      }).then((r) => r.text());
     await send({ "x-session-id": "ses_a", "x-parent-session-id": "ses_p" });
     await send({
       "x-session-id": "ses_a",
@@ -365,7 +373,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
         `${gate.url}/v1/models?x=1`,
         {
           headers: {
-            authorization: "Bearer client-key",
+            authorization: `Bearer ${TEST_CLIENT.key}`,
             connection: "keep-alive, x-drop-me",
             "x-drop-me": "1",
             "proxy-authorization": "Basic abc",
@@ -390,13 +398,65 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(res.headers["x-upstream-hop"]).toBeUndefined();
   });
 
-  test("without a configured key the client's Authorization is passed on", async () => {
+  test("the client key never goes upstream: without an upstream key no Authorization goes up", async () => {
     await start();
     up.handler = (_req, res) => {
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
     };
-    await (await fetch(`${gate.url}/v1/models`, { headers: { authorization: "Bearer client-key" } })).text();
-    expect(up.seen[0]?.headers.authorization).toBe("Bearer client-key");
+    await (await fetch(`${gate.url}/v1/models`)).text();
+    expect(up.seen).toHaveLength(1);
+    expect(up.seen[0]?.headers.authorization).toBeUndefined();
+  });
+
+  test("no client key, or an unknown one: 401 naming what to set; nothing forwarded, learnt or recorded", async () => {
+    await start({ apiKey: "sk-upstream", clientKeyHint: '"{env:STALLGUARD_CLIENT_KEY}"' });
+    up.handler = streamingHandler();
+    for (const authorization of [undefined, "Bearer wrong-key", "Basic abc", `Bearer ${TEST_CLIENT.key}x`]) {
+      const res = await globalThis.fetch(`${gate.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-session-id": "ses_thief",
+          ...(authorization ? { authorization } : {}),
+        },
+        body: chat({ stream: true }),
+      });
+      expect(res.status, authorization ?? "none").toBe(401);
+      const body = await res.json();
+      expect(body.error.code).toBe("invalid_api_key");
+      expect(body.error.message).toContain('"apiKey" in opencode.json');
+      expect(body.error.message).toContain("{env:STALLGUARD_CLIENT_KEY}");
+    }
+    expect(up.seen).toHaveLength(0);
+    expect(store.decisions).toEqual([]);
+    expect(store.records).toEqual([]);
+    expect(metrics.render()).toMatch(/stallguard_gate_unauthorized_total [4-9]/);
+  });
+
+  test("the record names the client key; GET /gate and GET /v1 learn and record nothing", async () => {
+    await start({ clientKeys: [{ name: "alice", key: "alice-key-0123" }, TEST_CLIENT] });
+    up.handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    };
+    await (
+      await fetch(`${gate.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-session-id": "ses_a",
+          authorization: "Bearer alice-key-0123",
+        },
+        body: chat(),
+      })
+    ).text();
+    const [rec] = await store.waitRecords(1);
+    expect(rec).toMatchObject({ conversation: "ses_a", client: "alice", error: null, response_bytes: 2 });
+    for (let i = 0; i < 5; i++) {
+      await (await fetch(`${gate.url}/gate/ses_img${i}`)).text();
+      await (await fetch(`${gate.url}/v1/models`, { headers: { "x-session-id": `ses_get${i}` } })).text();
+    }
+    expect(store.decisions).toHaveLength(1);
+    expect(store.records).toHaveLength(1);
   });
 
   test("an oversized body gets 413, with or without content-length, and is not forwarded", async () => {
@@ -475,7 +535,81 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(res.status).toBe(200);
     await expect(res.text()).rejects.toThrow();
     const [rec] = await store.waitRecords(1);
-    expect(rec).toMatchObject({ conversation: "ses_silent", status: 200, prompt_tokens: null });
+    const first = new TextEncoder().encode(chunkLine(delta("first "))).length;
+    expect(rec).toMatchObject({
+      conversation: "ses_silent",
+      status: 200,
+      prompt_tokens: null,
+      error: "idle_timeout",
+      response_bytes: first,
+    });
+  });
+
+  test("a stream the upstream breaks halfway is recorded as failed, with the bytes that got through", async () => {
+    await start();
+    up.handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(chunkLine(delta("first ")));
+      setTimeout(() => res.socket?.destroy(), 50);
+    };
+    const res = await fetch(`${gate.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": "ses_broken" },
+      body: chat({ stream: true }),
+    });
+    expect(res.status).toBe(200);
+    await expect(res.text()).rejects.toThrow();
+    const [rec] = await store.waitRecords(1);
+    expect(rec).toMatchObject({
+      conversation: "ses_broken",
+      status: 200,
+      error: "upstream_stream",
+      response_bytes: new TextEncoder().encode(chunkLine(delta("first "))).length,
+    });
+    expect(logs.some((l) => /upstream body failed .* after \d+ bytes/.test(l))).toBe(true);
+  });
+
+  test("a streamed body that goes over the cap is cut: 413 to the client, the upstream request aborted", async () => {
+    await start({ maxBodyBytes: 2 * 1024 * 1024 });
+    up.handler = streamingHandler();
+    const piece = new TextEncoder().encode("z".repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent === 0) c.enqueue(new TextEncoder().encode('{"model":"m-priced","pad":"'));
+        if (sent > 3 * 1024 * 1024) return c.close();
+        sent += piece.length;
+        c.enqueue(piece);
+      },
+    });
+    const res = await fetch(`${gate.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": "ses_over" },
+      body: stream,
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect((await res.json()).error.code).toBe("request_too_large");
+    // Whatever reached the upstream was never a whole request it answered.
+    expect(up.seen.every((s) => s.body.length < 2 * 1024 * 1024 + 1)).toBe(true);
+  });
+
+  test("a body over the buffer streams up intact, its model read and usage asked for", async () => {
+    await start({ maxBodyBytes: 8 * 1024 * 1024 });
+    up.handler = streamingHandler();
+    const pad = "y".repeat(3 * 1024 * 1024);
+    const res = await fetch(`${gate.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": "ses_huge" },
+      body: chat({ pad, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).not.toContain('"usage"');
+    const sent = JSON.parse(must(up.seen[0]).body);
+    expect(sent.pad.length).toBe(pad.length);
+    expect(sent.stream_options).toEqual({ include_usage: true });
+    const [rec] = await store.waitRecords(1);
+    expect(rec).toMatchObject({ model: "m-priced", prompt_tokens: 1000, error: null });
   });
 
   test("no upstream configured: 503, refusals still apply", async () => {
@@ -494,6 +628,9 @@ describe("gate proxy (real upstream, real hono server)", () => {
       ...opts(),
       store: {
         decide: () => {
+          throw new Error("disk on fire");
+        },
+        peek: () => {
           throw new Error("disk on fire");
         },
         recordRequest: () => Promise.reject(new Error("disk on fire")),

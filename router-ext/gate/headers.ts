@@ -14,8 +14,16 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
 ]);
-// Recomputed or owned by this hop.
-const DROP_REQUEST = new Set(["host", "content-length", "accept-encoding", "expect"]);
+// Recomputed or owned by this hop. The client's Authorization is its client key
+// for this gate: it never goes up (the upstream key replaces it).
+const DROP_REQUEST = new Set([
+  "host",
+  "content-length",
+  "accept-encoding",
+  "expect",
+  "authorization",
+  "cookie",
+]);
 const DROP_RESPONSE = new Set(["content-length", "content-encoding"]);
 
 /** Splits a Connection header into the extra header names it marks hop-by-hop. */

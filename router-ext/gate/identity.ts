@@ -1,6 +1,7 @@
 // Who is asking: the identity headers of a model request (ours first, then
 // opencode's own), each checked, so a malformed value counts as absent.
 import { z } from "zod";
+import { idSchema } from "../../shared/wire.ts";
 import type { GateIdentity } from "./store.ts";
 
 /** An identity header: printable ASCII without spaces, bounded. Anything else counts as absent. */
@@ -10,11 +11,11 @@ export const headerValue = z
   .max(256)
   .regex(/^[\x21-\x7e]+$/);
 
-function header(headers: Headers, ...names: string[]): string | null {
+function header(headers: Headers, schema: z.ZodType<string>, ...names: string[]): string | null {
   for (const name of names) {
     const v = headers.get(name);
     if (v === null) continue;
-    const ok = headerValue.safeParse(v.trim());
+    const ok = schema.safeParse(v.trim());
     if (ok.success) return ok.data;
   }
   return null;
@@ -23,9 +24,10 @@ function header(headers: Headers, ...names: string[]): string | null {
 /** Identity from the request headers: ours first, then opencode's own. */
 export function identityFrom(headers: Headers): GateIdentity {
   return {
-    conversation: header(headers, "x-router-conversation", "x-session-id"),
-    agent: header(headers, "x-router-agent"),
-    parent: header(headers, "x-router-parent", "x-parent-session-id"),
-    pluginVersion: header(headers, "x-stallguard-plugin"),
+    // Session ids in opencode's charset, as on the wire (shared/wire.ts).
+    conversation: header(headers, idSchema, "x-router-conversation", "x-session-id"),
+    agent: header(headers, headerValue, "x-router-agent"),
+    parent: header(headers, idSchema, "x-router-parent", "x-parent-session-id"),
+    pluginVersion: header(headers, headerValue, "x-stallguard-plugin"),
   };
 }

@@ -9,6 +9,8 @@ export type UpstreamErrorKind = "unreachable" | "timeout" | "stream" | "no_upstr
 export interface GateMetrics {
   /** A request reached /v1/*. */
   request(): void;
+  /** A request presented no client key or an unknown one (401; nothing else happened). */
+  unauthorized(): void;
   refusal(scope: RefusalScope): void;
   upstreamError(kind: UpstreamErrorKind): void;
   /** The store failed to answer decide(); the request was let through. */
@@ -25,6 +27,7 @@ export const OVERHEAD_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005
 
 export function createGateMetrics(): GateMetrics {
   let requests = 0;
+  let unauthorized = 0;
   let storeErrors = 0;
   let spendUsd = 0;
   const refusals: Record<RefusalScope, number> = { session: 0, tree: 0 };
@@ -41,6 +44,9 @@ export function createGateMetrics(): GateMetrics {
   return {
     request: () => {
       requests++;
+    },
+    unauthorized: () => {
+      unauthorized++;
     },
     refusal: (scope) => {
       refusals[scope]++;
@@ -68,6 +74,9 @@ export function createGateMetrics(): GateMetrics {
         "# HELP stallguard_gate_requests_total Requests received by the gate on /v1/*.",
         "# TYPE stallguard_gate_requests_total counter",
         `stallguard_gate_requests_total ${requests}`,
+        "# HELP stallguard_gate_unauthorized_total Requests refused for a missing or unknown client key (401).",
+        "# TYPE stallguard_gate_unauthorized_total counter",
+        `stallguard_gate_unauthorized_total ${unauthorized}`,
         "# HELP stallguard_gate_refusals_total Requests the gate refused, by refusal scope.",
         "# TYPE stallguard_gate_refusals_total counter",
         ...(Object.keys(refusals) as RefusalScope[]).map(

@@ -1,83 +1,270 @@
-// The request body on its way up: read with a cap, peeked at for the model
-// and the stream flag (never stored), rewritten only to ask for usage or to
-// route to the breaker's fallback model.
-import { z } from "zod";
+// The request body on its way up, rewritten as its bytes go by: never parsed
+// whole, never held whole. A byte scanner follows the JSON object's top level
+// only, so memory stays at one chunk plus the few small values it holds:
+// `model` (read, and replaced by the breaker's fallback), `stream` and
+// `stream_options` (read, so usage can be asked for on the client's behalf).
+// Nothing is stored.
 
-// Only the fields the gate reads; the rest of the (client's) body is forwarded untouched,
-// so this is deliberately not strict.
-const bodyPeek = z.looseObject({
-  model: z.string().max(256).optional(),
-  stream: z.boolean().optional(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
-});
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
 
-export type ReadResult = { ok: true; bytes: Uint8Array<ArrayBuffer> } | { ok: false };
+/** Longest value held back while it is read (a model name, stream_options). */
+const MAX_HELD = 4096;
+const WATCHED = new Set(["model", "stream", "stream_options"]);
 
-export async function readCapped(req: Request, max: number): Promise<ReadResult> {
-  if (!req.body) return { ok: true, bytes: new Uint8Array(0) };
-  const reader = req.body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel().catch(() => {});
-      return { ok: false };
+const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+
+type Phase = "start" | "key" | "colon" | "value" | "after" | "done" | "opaque";
+
+export interface RewriterOptions {
+  /** The request goes to a completions path (usage may be asked for). */
+  completions: boolean;
+  /** Called once with the body's model: the model to send instead, or null to keep it. */
+  onModel?: (model: string) => string | null;
+}
+
+/**
+ * Feeds the body chunk by chunk; each push returns the bytes to send on. A body
+ * that is not a JSON object passes through untouched (the upstream judges it).
+ */
+export class BodyRewriter {
+  model: string | null = null;
+  stream: boolean | null = null;
+  /** The gate added stream_options.include_usage, so the usage-only chunk is hidden from the client. */
+  injected = false;
+  private phase: Phase = "start";
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  private hasKey = false;
+  private key: number[] | null = null;
+  private keyName = "";
+  private sawStreamOptions = false;
+  /** The watched value being read: its bytes so far, and how it ends. */
+  private held: Uint8Array[] | null = null;
+  private heldBytes = 0;
+  private heldKind: "string" | "nested" | "literal" = "literal";
+
+  constructor(private readonly opts: RewriterOptions) {}
+
+  push(chunk: Uint8Array): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    let from = 0; // first byte of this chunk not yet sent or held
+    const emit = (to: number) => {
+      if (to > from) out.push(chunk.subarray(from, to));
+      from = to;
+    };
+    for (let i = 0; i < chunk.length; i++) {
+      if (this.phase === "opaque" || this.phase === "done") break;
+      const b = chunk[i] as number;
+      if (this.inString) {
+        // Fast path through long strings (the messages): jump to the next quote or backslash.
+        if (this.escaped) {
+          this.escaped = false;
+          continue;
+        }
+        if (b !== QUOTE && b !== BACKSLASH) {
+          const q = chunk.indexOf(QUOTE, i);
+          const s = chunk.indexOf(BACKSLASH, i);
+          const next = q < 0 ? s : s < 0 ? q : Math.min(q, s);
+          if (next < 0) {
+            if (this.key) this.keyBytes(chunk, i, chunk.length);
+            i = chunk.length;
+            break;
+          }
+          if (this.key) this.keyBytes(chunk, i, next);
+          i = next - 1;
+          continue;
+        }
+        if (b === BACKSLASH) {
+          this.escaped = true;
+          if (this.key) this.key.push(b);
+          continue;
+        }
+        this.inString = false;
+        if (this.key) {
+          this.keyName = this.key.length <= 64 ? dec.decode(new Uint8Array(this.key)) : "";
+          this.key = null;
+          this.phase = "colon";
+        } else if (this.held && this.heldKind === "string" && this.depth === 1) {
+          from = this.release(chunk, from, i + 1, out);
+          this.phase = "after";
+        }
+        continue;
+      }
+      if (b === QUOTE) {
+        if (this.phase === "start") {
+          this.phase = "opaque";
+          break;
+        }
+        this.inString = true;
+        if (this.depth === 1 && this.phase === "key") {
+          this.key = [];
+          this.hasKey = true;
+        } else if (this.depth === 1 && this.phase === "value") this.startValue(i, "string", emit);
+        continue;
+      }
+      if (isSpace(b)) {
+        if (this.held && this.heldKind === "literal" && this.depth === 1) {
+          from = this.release(chunk, from, i, out);
+          this.phase = "after";
+        }
+        continue;
+      }
+      if (this.phase === "start") {
+        if (b !== 0x7b) {
+          this.phase = "opaque";
+          break;
+        }
+        this.depth = 1;
+        this.phase = "key";
+        continue;
+      }
+      if (b === 0x7b || b === 0x5b) {
+        if (this.depth === 1 && this.phase === "value") this.startValue(i, "nested", emit);
+        this.depth++;
+        continue;
+      }
+      if (b === 0x7d || b === 0x5d) {
+        if (this.held && this.heldKind === "literal" && this.depth === 1) {
+          from = this.release(chunk, from, i, out);
+          this.phase = "after";
+        }
+        this.depth--;
+        if (this.depth === 1 && this.held && this.heldKind === "nested") {
+          from = this.release(chunk, from, i + 1, out);
+          this.phase = "after";
+        } else if (this.depth === 0) {
+          emit(i);
+          const extra = this.injection();
+          if (extra) out.push(extra);
+          this.phase = "done";
+        }
+        continue;
+      }
+      if (this.depth !== 1) continue;
+      if (b === 0x3a && this.phase === "colon") {
+        this.phase = "value";
+        continue;
+      }
+      if (b === 0x2c) {
+        if (this.held && this.heldKind === "literal") from = this.release(chunk, from, i, out);
+        this.phase = "key";
+        continue;
+      }
+      if (this.phase === "value") this.startValue(i, "literal", emit);
     }
-    parts.push(value);
+    if (this.held) {
+      // The value goes on in the next chunk: keep what is here (small, capped).
+      const part = chunk.slice(from);
+      this.held.push(part);
+      this.heldBytes += part.length;
+      if (this.heldBytes > MAX_HELD) {
+        out.push(...this.held);
+        this.held = null;
+        this.keyName = "";
+      }
+      return out;
+    }
+    emit(chunk.length);
+    return out;
   }
+
+  /** What is still held when the body ends (a truncated body: passed on as it came). */
+  end(): Uint8Array[] {
+    const rest = this.held ?? [];
+    this.held = null;
+    return rest;
+  }
+
+  private keyBytes(chunk: Uint8Array, from: number, to: number): void {
+    const key = this.key as number[];
+    if (key.length + (to - from) > 64) {
+      key.length = 65;
+      return;
+    }
+    for (let j = from; j < to; j++) key.push(chunk[j] as number);
+  }
+
+  private startValue(i: number, kind: "string" | "nested" | "literal", emit: (to: number) => void): void {
+    this.phase = kind === "literal" ? "value" : "after";
+    if (!WATCHED.has(this.keyName)) {
+      if (kind === "literal") this.phase = "after";
+      return;
+    }
+    if (this.keyName === "stream_options") this.sawStreamOptions = true;
+    emit(i);
+    this.held = [];
+    this.heldBytes = 0;
+    this.heldKind = kind;
+    if (kind === "literal") this.phase = "after";
+  }
+
+  /** Ends the held value at `to` (exclusive) and pushes it, rewritten when asked. Returns the new `from`. */
+  private release(chunk: Uint8Array, from: number, to: number, out: Uint8Array[]): number {
+    const parts = [...(this.held ?? []), chunk.subarray(from, to)];
+    this.held = null;
+    const raw = dec.decode(concat(parts));
+    const name = this.keyName;
+    this.keyName = "";
+    const replaced = this.rewrite(name, raw);
+    if (replaced === null) out.push(...parts);
+    else out.push(enc.encode(replaced));
+    return to;
+  }
+
+  private rewrite(name: string, raw: string): string | null {
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      return null;
+    }
+    if (name === "model" && typeof value === "string" && value.length <= 256) {
+      this.model = value;
+      const other = this.opts.onModel?.(value) ?? null;
+      return other === null ? null : JSON.stringify(other);
+    }
+    if (name === "stream") this.stream = value === true;
+    if (name === "stream_options" && this.wantsUsage() && isObject(value) && value.include_usage !== true) {
+      // Only once stream:true was seen: a non-streaming request must not carry stream_options.
+      this.injected = true;
+      return JSON.stringify({ ...value, include_usage: true });
+    }
+    return null;
+  }
+
+  private wantsUsage(): boolean {
+    return this.opts.completions && this.stream === true;
+  }
+
+  /** At the closing brace: ask for usage when the client streams without stream_options. */
+  private injection(): Uint8Array | null {
+    if (!this.wantsUsage() || this.sawStreamOptions) return null;
+    this.injected = true;
+    return enc.encode(`${this.hasKey ? "," : ""}"stream_options":{"include_usage":true}`);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+export function concat(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let total = 0;
+  for (const p of parts) total += p.byteLength;
   const bytes = new Uint8Array(total);
   let at = 0;
   for (const p of parts) {
     bytes.set(p, at);
     at += p.byteLength;
   }
-  return { ok: true, bytes };
+  return bytes;
 }
 
-export interface Peek {
-  model: string | null;
-  /** The body to forward (rewritten when usage was requested on the client's behalf). */
-  body: Uint8Array<ArrayBuffer>;
-  /** The gate added include_usage, so it hides the usage-only chunk from the client. */
-  injected: boolean;
-}
-
-const decoder = new TextDecoder();
-const encoder = new TextEncoder();
-
-/** The JSON body with its `model` replaced (the breaker's fallback); unchanged when not a JSON object. */
-export function withModel(bytes: Uint8Array<ArrayBuffer>, model: string): Uint8Array<ArrayBuffer> {
-  try {
-    const raw: unknown = JSON.parse(decoder.decode(bytes));
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return bytes;
-    return encoder.encode(JSON.stringify({ ...raw, model }));
-  } catch {
-    return bytes;
-  }
-}
-
-export function peekBody(bytes: Uint8Array<ArrayBuffer>, contentType: string | null, rest: string): Peek {
-  const plain: Peek = { model: null, body: bytes, injected: false };
-  if (bytes.byteLength === 0 || (contentType !== null && !/json/i.test(contentType))) return plain;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(decoder.decode(bytes));
-  } catch {
-    return plain; // not ours to judge: the upstream answers it
-  }
-  const peek = bodyPeek.safeParse(raw);
-  if (!peek.success) return plain;
-  const model = peek.data.model ?? null;
-  const completions = /(^|\/)(chat\/)?completions$/.test(rest);
-  if (!completions || peek.data.stream !== true || peek.data.stream_options?.include_usage === true) {
-    return { ...plain, model };
-  }
-  const rewritten = {
-    ...peek.data,
-    stream_options: { ...(peek.data.stream_options ?? {}), include_usage: true },
-  };
-  return { model, body: encoder.encode(JSON.stringify(rewritten)), injected: true };
+/** Whether the path is one where the gate may ask for usage (chat or text completions). */
+export function isCompletionsPath(rest: string): boolean {
+  return /(^|\/)(chat\/)?completions$/.test(rest);
 }

@@ -1,16 +1,24 @@
 // The gate's routes: GET /gate/:conversation (is this session refused?) and
-// the proxy on /v1/*. A refused session or tree is answered locally and never
-// forwarded; everything else goes up with its usage read on the way down.
-import { Hono } from "hono";
+// the proxy on /v1/*. Only a request presenting a client key gets further; a
+// refused session or tree is answered locally and never forwarded; everything
+// else goes up (its body streamed, not held) with its usage read on the way down.
+import { type Context, Hono } from "hono";
+import { idSchema } from "../../shared/wire.ts";
 import { contextCapBody, errorBody, json, refusalBody } from "./answers.ts";
+import { type ClientKey, clientKeyOf, unauthorizedBody } from "./client-keys.ts";
 import { forwardRequestHeaders, forwardResponseHeaders, upstreamUrl } from "./headers.ts";
-import { headerValue, identityFrom } from "./identity.ts";
+import { identityFrom } from "./identity.ts";
 import { createGateMetrics, type GateMetrics, type RefusalScope } from "./metrics.ts";
+import { type Outgoing, outgoingBody } from "./outgoing-body.ts";
 import { costUsd, type Prices } from "./pricing.ts";
-import { type Peek, peekBody, readCapped, withModel } from "./request-body.ts";
+import { relayBody } from "./relay.ts";
+import { BodyRewriter, isCompletionsPath } from "./request-body.ts";
 import { jsonScanner, passScanner, sseScanner } from "./scanners.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./store.ts";
 import { type Usage, UsageTracker } from "./usage.ts";
+
+/** A body up to this size is read whole before it goes up (with its length); a larger one streams. */
+export const BUFFER_BYTES = 1024 * 1024;
 
 /**
  * Every field except store, metrics and fetchImpl is read per request, so the
@@ -20,8 +28,19 @@ import { type Usage, UsageTracker } from "./usage.ts";
 export interface GateOptions {
   /** The upstream's OpenAI base URL, ending in /v1; null answers 503 (refusals still apply). */
   upstream: string | null;
-  /** Replaces the client's Authorization when set; otherwise the client's is passed on. */
+  /** The upstream's key, added after the client key was checked; the client's Authorization never goes up. */
   apiKey: string | null;
+  /** The keys a client may present (Bearer); none configured means every /v1 request is refused. */
+  clientKeys: readonly ClientKey[];
+  /** What the 401 tells the user to set (where the key is and how opencode.json reads it). */
+  clientKeyHint?: string;
+  /**
+   * The request body as a stream read only as fast as it is pulled (the node
+   * server's, router-ext/server/incoming-body.ts); default the Request's body.
+   */
+  requestBody?: (c: Context) => ReadableStream<Uint8Array> | null;
+  /** The fetch for a body that streams (router-ext/server/stream-fetch.ts); default fetchImpl. */
+  streamFetch?: typeof fetch;
   prices: Prices;
   refusal: { status: number; retry_after_s: number | null };
   maxBodyBytes: number;
@@ -72,15 +91,30 @@ export function gateRoutes(opts: GateOptions): Hono {
     }
   };
 
+  const peek = async (identity: GateIdentity): Promise<GateDecision> => {
+    try {
+      return await opts.store.peek(identity);
+    } catch (err) {
+      metrics.storeError();
+      log(`gate: store.peek failed (${errorCode(err)}); request let through`);
+      return { refused: false, scope: null, reason: null, rootId: null };
+    }
+  };
+
+  // Read only: an <img> pointing here must not create a session row.
   app.get("/gate/:conversation", async (c) => {
-    const parsed = headerValue.safeParse(c.req.param("conversation"));
+    const parsed = idSchema.safeParse(c.req.param("conversation"));
     if (!parsed.success) {
       return c.json(
-        errorBody("conversation id must be 1-256 printable ASCII", "invalid_request_error", "bad_id"),
+        errorBody(
+          "conversation id must be 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)",
+          "invalid_request_error",
+          "bad_id",
+        ),
         400,
       );
     }
-    const d = await decide({ conversation: parsed.data, agent: null, parent: null, pluginVersion: null });
+    const d = await peek({ conversation: parsed.data, agent: null, parent: null, pluginVersion: null });
     return c.json({
       conversation: parsed.data,
       refused: d.refused,
@@ -95,17 +129,51 @@ export function gateRoutes(opts: GateOptions): Hono {
     const startedAt = (opts.now ?? Date.now)();
     metrics.request();
     const req = c.req.raw;
+    let stream: ReadableStream<Uint8Array> | null | undefined;
+    const requestBody = () => {
+      if (stream === undefined) stream = opts.requestBody?.(c) ?? req.body;
+      return stream;
+    };
+    /** Drops a body the gate will not forward (without holding it). */
+    const discard = () =>
+      requestBody()
+        ?.cancel()
+        .catch(() => {});
+    const client = clientKeyOf(req.headers.get("authorization"), opts.clientKeys);
+    if (client === null) {
+      // Before anything else: no body read, nothing stored, the upstream key never used.
+      metrics.unauthorized();
+      await discard();
+      const hint = opts.clientKeyHint ?? "a key from server.client_keys";
+      return json(401, unauthorizedBody(req.headers.has("authorization"), hint));
+    }
     const identity = identityFrom(req.headers);
     const url = new URL(req.url);
     const rest = url.pathname.replace(/^\/v1\/?/, "");
-    let model: string | null = null;
+    // GET and HEAD (model lists) never write: no session learnt, no record.
+    const reads = req.method === "GET" || req.method === "HEAD";
     let rootId: string | null = null;
+    // The breaker's choice for this request's model, set when the body names it.
+    const routed: { now: { model: string; header: string } | null } = { now: null };
+    const rewriter = new BodyRewriter({
+      completions: isCompletionsPath(rest),
+      onModel: (m) => {
+        if (!opts.modelRoute) return null;
+        try {
+          routed.now = opts.modelRoute(m, identity);
+        } catch (err) {
+          log(`gate: modelRoute failed (${errorCode(err)}); request left as it is`);
+        }
+        return routed.now?.model ?? null;
+      },
+    });
+    const model = () => routed.now?.model ?? rewriter.model;
     const base = (): Omit<RequestRecord, "status" | "duration_ms"> => ({
       conversation: identity.conversation,
       root_id: rootId,
       agent: identity.agent,
       parent: identity.parent,
-      model,
+      model: model(),
       prompt_tokens: null,
       completion_tokens: null,
       cached_tokens: null,
@@ -114,6 +182,9 @@ export function gateRoutes(opts: GateOptions): Hono {
       started_at: startedAt,
       refused: false,
       plugin_version: identity.pluginVersion,
+      client: client.name,
+      error: null,
+      response_bytes: null,
     });
     const local = async (
       status: number,
@@ -121,7 +192,7 @@ export function gateRoutes(opts: GateOptions): Hono {
       extra: Record<string, string> = {},
       refused = false,
     ) => {
-      await record({ ...base(), status, refused, duration_ms: performance.now() - t0 });
+      if (!reads) await record({ ...base(), status, refused, duration_ms: performance.now() - t0 });
       return json(status, body, extra);
     };
 
@@ -135,20 +206,27 @@ export function gateRoutes(opts: GateOptions): Hono {
         ),
       );
     const declared = Number(req.headers.get("content-length") ?? "");
-    if (Number.isFinite(declared) && declared > opts.maxBodyBytes) return tooLarge();
-    let peek: Peek = { model: null, body: new Uint8Array(0), injected: false };
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      const read = await readCapped(req, opts.maxBodyBytes).catch(() => null);
-      if (read === null)
-        return local(400, errorBody("could not read the request body", "invalid_request_error", "bad_body"));
-      if (!read.ok) return tooLarge();
-      peek = peekBody(read.bytes, req.headers.get("content-type"), rest);
-      model = peek.model;
+    if (Number.isFinite(declared) && declared > opts.maxBodyBytes) {
+      await discard();
+      return tooLarge();
     }
+    let outgoing: Outgoing = { kind: "complete", bytes: new Uint8Array(0) };
+    if (!reads) {
+      outgoing = await outgoingBody(requestBody(), rewriter, {
+        bufferBytes: Math.min(BUFFER_BYTES, opts.maxBodyBytes + 1),
+        maxBytes: opts.maxBodyBytes,
+      });
+      if (outgoing.kind === "unreadable")
+        return local(400, errorBody("could not read the request body", "invalid_request_error", "bad_body"));
+      if (outgoing.kind === "too_large") return tooLarge();
+    }
+    const cancelBody = () =>
+      outgoing.kind === "stream" ? outgoing.stream.cancel().catch(() => {}) : undefined;
 
-    const decision = await decide(identity);
+    const decision = reads ? await peek(identity) : await decide(identity);
     rootId = decision.rootId;
     if (decision.refused) {
+      await cancelBody();
       const scope: RefusalScope = decision.scope === "tree" ? "tree" : "session";
       metrics.refusal(scope);
       const { status, retry_after_s } = opts.refusal;
@@ -160,11 +238,13 @@ export function gateRoutes(opts: GateOptions): Hono {
       return local(refusalStatus, refusalBody(identity, { ...decision, scope }), extra, true);
     }
     if (decision.overCap) {
+      await cancelBody();
       // Recorded as refused (it never reached the model), status 413.
       return local(413, contextCapBody(identity, decision.overCap), {}, true);
     }
 
     if (!opts.upstream) {
+      await cancelBody();
       metrics.upstreamError("no_upstream");
       return local(
         503,
@@ -176,43 +256,35 @@ export function gateRoutes(opts: GateOptions): Hono {
       );
     }
 
-    // The behaviour breaker: an open model's request goes to its fallback, said so in a header.
-    let routed: { model: string; header: string } | null = null;
-    if (opts.modelRoute && model !== null) {
-      try {
-        routed = opts.modelRoute(model, identity);
-      } catch (err) {
-        log(`gate: modelRoute failed (${errorCode(err)}); request left as it is`);
-      }
-      if (routed) {
-        peek = { ...peek, body: withModel(peek.body, routed.model) };
-        model = routed.model;
-      }
-    }
-
     // Forward.
     const controller = new AbortController();
     let timedOut = false;
     const onClientAbort = () => controller.abort();
     req.signal.addEventListener("abort", onClientAbort, { once: true });
-    let headTimer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+    const headTimer = setTimeout(() => {
       timedOut = true;
       controller.abort();
     }, opts.timeoutMs);
     const tFetch = performance.now();
     let upstreamRes: Response;
     try {
-      const init: RequestInit = {
+      const init: RequestInit & { duplex?: "half" } = {
         method: req.method,
         headers: forwardRequestHeaders(req.headers, opts.apiKey),
         signal: controller.signal,
         redirect: "manual",
       };
-      if (req.method !== "GET" && req.method !== "HEAD") init.body = peek.body;
-      upstreamRes = await doFetch(upstreamUrl(opts.upstream, rest, url.search), init);
+      if (outgoing.kind === "complete" && !reads) init.body = outgoing.bytes;
+      if (outgoing.kind === "stream") {
+        init.body = outgoing.stream;
+        init.duplex = "half";
+      }
+      const send = outgoing.kind === "stream" ? (opts.streamFetch ?? doFetch) : doFetch;
+      upstreamRes = await send(upstreamUrl(opts.upstream, rest, url.search), init);
     } catch (err) {
       clearTimeout(headTimer);
       req.signal.removeEventListener("abort", onClientAbort);
+      if (outgoing.kind === "stream" && outgoing.overCap()) return tooLarge();
       if (timedOut) {
         metrics.upstreamError("timeout");
         log(`gate: upstream timed out after ${opts.timeoutMs} ms`);
@@ -238,34 +310,30 @@ export function gateRoutes(opts: GateOptions): Hono {
       );
     }
     clearTimeout(headTimer);
-    headTimer = undefined;
     const upstreamHeadMs = performance.now() - tFetch;
 
     const tracker = new UsageTracker();
     const contentType = upstreamRes.headers.get("content-type") ?? "";
     const scanner = /text\/event-stream/i.test(contentType)
-      ? sseScanner(tracker, peek.injected)
+      ? sseScanner(tracker, rewriter.injected)
       : /json/i.test(contentType)
         ? jsonScanner(tracker)
         : passScanner;
     const status = upstreamRes.status;
     const headers = forwardResponseHeaders(upstreamRes.headers);
-    if (routed) headers.set("x-stallguard-breaker", routed.header);
+    if (routed.now) headers.set("x-stallguard-breaker", routed.now.header);
 
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(idleTimer);
+    const finish = (error: string | null, bytes: number | null) => {
       req.signal.removeEventListener("abort", onClientAbort);
       const usage: Usage | null = tracker.usage;
       const priced = usage
-        ? (costUsd(opts.prices, model, usage) ?? costUsd(opts.prices, tracker.model, usage))
+        ? (costUsd(opts.prices, model(), usage) ?? costUsd(opts.prices, tracker.model, usage))
         : null;
       if (priced !== null) metrics.spend(priced);
+      if (reads) return;
       void record({
         ...base(),
-        model: model ?? tracker.model,
+        model: model() ?? tracker.model,
         status,
         prompt_tokens: usage?.prompt_tokens ?? null,
         completion_tokens: usage?.completion_tokens ?? null,
@@ -273,60 +341,30 @@ export function gateRoutes(opts: GateOptions): Hono {
         cost_usd: priced,
         context_tokens: usage?.prompt_tokens ?? null,
         duration_ms: performance.now() - t0,
+        error,
+        response_bytes: bytes,
       });
-    };
-
-    let idleTimer: ReturnType<typeof setTimeout> | undefined;
-    const armIdle = () => {
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, opts.timeoutMs);
     };
 
     const source = upstreamRes.body;
     if (!source || req.method === "HEAD" || status === 204 || status === 304) {
       await source?.cancel().catch(() => {});
-      finish();
+      finish(null, 0);
       metrics.observeOverhead(performance.now() - t0 - upstreamHeadMs);
       return new Response(null, { status, headers });
     }
-    const reader = source.getReader();
-    armIdle();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(ctrl) {
-        try {
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) {
-              const tail = scanner.end();
-              if (tail) ctrl.enqueue(tail);
-              ctrl.close();
-              finish();
-              return;
-            }
-            armIdle();
-            const out = scanner.chunk(value);
-            if (out && out.byteLength > 0) {
-              ctrl.enqueue(out);
-              return;
-            }
-          }
-        } catch (err) {
-          metrics.upstreamError(timedOut ? "timeout" : "stream");
+    const body = relayBody(source, scanner, {
+      idleMs: opts.timeoutMs,
+      abortUpstream: () => controller.abort(),
+      code: errorCode,
+      onEnd: (end) => {
+        if (end.error === "upstream_stream" || end.error === "idle_timeout") {
+          metrics.upstreamError(end.error === "idle_timeout" ? "timeout" : "stream");
           log(
-            `gate: upstream body ${timedOut ? `silent for ${opts.timeoutMs} ms` : `failed (${errorCode(err)})`}`,
+            `gate: upstream body ${end.error === "idle_timeout" ? `silent for ${opts.timeoutMs} ms` : `failed (${end.code})`} after ${end.bytes} bytes`,
           );
-          ctrl.error(err);
-          finish();
         }
-      },
-      cancel(reason) {
-        // The client went away: stop reading upstream (the upstream sees its socket close).
-        controller.abort();
-        reader.cancel(reason).catch(() => {});
-        finish();
+        finish(end.error, end.bytes);
       },
     });
     metrics.observeOverhead(performance.now() - t0 - upstreamHeadMs);

@@ -64,10 +64,22 @@ export interface RequestRecord {
   duration_ms: number;
   refused: boolean;
   plugin_version: string | null;
+  /** The name of the client key the request presented. */
+  client: string | null;
+  /**
+   * How the answer ended when it did not complete: the upstream's stream broke
+   * (upstream_stream), went silent (idle_timeout) or the client left
+   * (client_abort). null for a complete answer.
+   */
+  error: string | null;
+  /** Bytes of the answer that reached the client; null for the gate's own answers. */
+  response_bytes: number | null;
 }
 
 export interface GateStore {
   decide(identity: GateIdentity): GateDecision | Promise<GateDecision>;
+  /** The same answer as decide, learning and counting nothing (GET never writes). */
+  peek(identity: GateIdentity): GateDecision | Promise<GateDecision>;
   recordRequest(record: RequestRecord): void | Promise<void>;
 }
 

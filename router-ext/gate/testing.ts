@@ -2,6 +2,8 @@
 // gate on a free loopback port. Used by the gate's tests and bench only.
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { nodeBody } from "../server/incoming-body.ts";
+import { streamFetch } from "../server/stream-fetch.ts";
 import { type GateOptions, gateRoutes } from "./index.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./store.ts";
 
@@ -40,6 +42,13 @@ export class MemoryGateStore implements GateStore {
     const id = identity.conversation;
     if (!id) return { refused: false, scope: null, reason: null, rootId: null };
     if (identity.parent && identity.parent !== id) this.parents.set(id, identity.parent);
+    return this.peek(identity);
+  }
+
+  /** decide without learning or counting (GET). */
+  peek(identity: GateIdentity): GateDecision {
+    const id = identity.conversation;
+    if (!id) return { refused: false, scope: null, reason: null, rootId: null };
     const root = this.rootOf(id);
     const own = this.sessions.get(id);
     if (own !== undefined) return { refused: true, scope: "session", reason: own, rootId: root };
@@ -71,7 +80,7 @@ export interface ServedGate {
 
 /** Serve gateRoutes(opts) with @hono/node-server on 127.0.0.1, free port. */
 export async function serveGate(opts: GateOptions): Promise<ServedGate> {
-  const app = gateRoutes(opts);
+  const app = gateRoutes({ requestBody: nodeBody, streamFetch, ...opts });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
     s.once("error", reject);
@@ -87,4 +96,14 @@ export async function serveGate(opts: GateOptions): Promise<ServedGate> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** The client key the gate tests present. */
+export const TEST_CLIENT = { name: "test", key: "sg-test-client-key-0123456789" } as const;
+
+/** fetch with the test client key as its bearer token (unless the call sets its own Authorization). */
+export function keyedFetch(input: string | URL, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (!headers.has("authorization")) headers.set("authorization", `Bearer ${TEST_CLIENT.key}`);
+  return fetch(input, { ...init, headers });
 }

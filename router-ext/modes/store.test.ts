@@ -271,6 +271,9 @@ describe("modes store (real SQLite file, real /progress app)", () => {
         duration_ms: 1,
         refused: false,
         plugin_version: null,
+        client: "default",
+        error: null,
+        response_bytes: 10,
       });
     req("build", 3000, clock + 1);
     expect(store.decide(id, clock).overCap).toBeUndefined();

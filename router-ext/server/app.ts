@@ -5,29 +5,44 @@ import type { Context, Hono as HonoType } from "hono";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { type ProgressMessage, type ProgressResponse, parseProgressBody } from "../../shared/index.ts";
-import type { EventsResponse, Health, KnobView, SessionsResponse, TreesResponse } from "../api/schemas.ts";
+import {
+  idSchema,
+  type ProgressMessage,
+  type ProgressResponse,
+  parseProgressBody,
+} from "../../shared/index.ts";
+import type {
+  ClientsResponse,
+  EventsResponse,
+  Health,
+  KnobView,
+  SessionsResponse,
+  TreesResponse,
+} from "../api/schemas.ts";
 import { schemaVersion } from "../db/migrations.ts";
 import type { IngestResult, Store } from "../db/store.ts";
+import { isBusy } from "../db/write-queue.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
 import { byName, issuesOf, jsonBody } from "./admin-body.ts";
+import { browserGuard } from "./browser-guard.ts";
 import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews } from "./knobs.ts";
 import type { LiveConfig } from "./live-config.ts";
 import { renderMetrics } from "./metrics.ts";
-import { bearerToken, isLoopbackHost, safeEqual } from "./security.ts";
+import { Rejections } from "./rejections.ts";
+import { bearerToken, safeEqual } from "./security.ts";
 import { sessionRoutes } from "./session-routes.ts";
 
 export interface AppDeps {
   store: Store;
   config: LiveConfig;
   adminToken: string;
-  /** STALLGUARD_TOKEN; null means reporters must connect from loopback. */
-  pluginToken: string | null;
+  /** The plugin token (STALLGUARD_TOKEN or the plugin.token file): POST /progress always needs it. */
+  pluginToken: string;
+  /** The names of the gate's client keys (GET /api/clients lists them). */
+  clientNames?: readonly string[];
   version: string;
   now?: () => number;
   log?: (line: string) => void;
-  /** The client's address (for the loopback rule); null when unknown, which counts as remote. */
-  remoteAddress?: (c: Context) => string | null;
   /**
    * Delivers what the stored body caused (the plans' alerts and log lines, the
    * blind check on a tick) once the POST /progress transaction committed. Its
@@ -43,7 +58,7 @@ export interface AppDeps {
 }
 
 const treeActionSchema = z.strictObject({ by: byName.optional() });
-const rootIdSchema = z.string().min(1).max(200);
+const rootIdSchema = idSchema;
 const knobPutSchema = z.strictObject({
   path: z.string().min(1).max(200),
   value: z.unknown(),
@@ -52,7 +67,7 @@ const knobPutSchema = z.strictObject({
 
 /**
  * @example
- * const app = createApp({ store, config, adminToken, pluginToken: null, version: "dev" });
+ * const app = createApp({ store, config, adminToken, pluginToken, version: "dev" });
  * const res = await app.request("/health");
  */
 export function createApp(deps: AppDeps): Hono {
@@ -61,6 +76,22 @@ export function createApp(deps: AppDeps): Hono {
   const { store, config } = deps;
   const liveWindow = () => 3 * config.get().progress.heartbeat;
   const app = new Hono();
+  const rejections = new Rejections();
+  const pathOf = (p: string) =>
+    p === "/progress" ? "progress" : p.startsWith("/api/") ? "api" : p.startsWith("/v1/") ? "gate" : "any";
+
+  app.use(
+    "*",
+    browserGuard(() => config.get().server.host),
+  );
+  app.use("*", async (c, next) => {
+    await next();
+    // Counted in memory: a refused request (no credential, a foreign Origin or Host,
+    // a bad or oversized body) writes nothing to the database, not even a counter.
+    const s = c.res.status;
+    if ([401, 403, 415, 421].includes(s) || (c.req.path === "/progress" && (s === 400 || s === 413)))
+      rejections.add(pathOf(c.req.path), String(s));
+  });
 
   app.onError((err, c) => {
     log(`error: ${c.req.method} ${c.req.path}: ${err.message}`);
@@ -73,42 +104,45 @@ export function createApp(deps: AppDeps): Hono {
     "/progress",
     async (c, next) => {
       const token = bearerToken(c.req.header("authorization"));
-      const allowed = deps.pluginToken
-        ? token !== null && safeEqual(token, deps.pluginToken)
-        : isLoopbackHost(deps.remoteAddress?.(c) ?? "");
-      if (!allowed) {
-        store.bump("progress_rejected_total:401");
+      if (token === null || !safeEqual(token, deps.pluginToken)) {
         return c.json(
           {
-            error: deps.pluginToken
-              ? "missing or wrong bearer token"
-              : "reporters must connect from loopback",
+            error:
+              "missing or wrong bearer token: reporters present STALLGUARD_TOKEN or the plugin.token file that serve writes",
           },
           401,
         );
       }
+      if (!/^application\/json\b/i.test(c.req.header("content-type") ?? ""))
+        return c.json({ error: "content-type must be application/json" }, 415);
       await next();
     },
     (c, next) =>
       bodyLimit({
         maxSize: config.get().server.max_progress_bytes,
         onError: (cc) => {
-          store.bump("progress_rejected_total:413");
-          return cc.json({ error: `body larger than ${config.get().server.max_progress_bytes} bytes` }, 413);
+          const max = config.get().server.max_progress_bytes;
+          // The limit in the answer: the reporter cuts its batch to it and sends again.
+          return cc.json({ error: `body larger than ${max} bytes`, max_progress_bytes: max }, 413);
         },
       })(c, next),
     async (c) => {
       const body = await jsonBody(c);
       if (!body.ok) {
-        store.bump("progress_rejected_total:400");
         return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
       }
       const parsed = parseProgressBody(body.value);
       if (!parsed.ok) {
-        store.bump("progress_rejected_total:400");
         return c.json({ error: "invalid progress body", issues: parsed.errors.slice(0, 50) }, 400);
       }
-      const result = ingest(deps, parsed.value, now());
+      let result: IngestResult;
+      try {
+        result = ingest(deps, parsed.value, now());
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+        // Another process holds the write lock: the reporter keeps its queue and retries.
+        return c.json({ error: "database busy, retry" }, 503, { "retry-after": "1" });
+      }
       try {
         deps.afterIngest?.(result, parsed.value);
       } catch (err) {
@@ -147,6 +181,8 @@ export function createApp(deps: AppDeps): Hono {
         : null,
       plugins_live: db === "ok" ? store.livePlugins(now() - liveWindow()) : 0,
       db_writable: db === "ok" && store.writable(),
+      max_progress_bytes: config.get().server.max_progress_bytes,
+      pending_writes: store.writes.stats.pending,
     } satisfies Health;
     return c.json(health, db === "ok" ? 200 : 503);
   });
@@ -162,6 +198,7 @@ export function createApp(deps: AppDeps): Hono {
     const flagged = store
       .sessions({ now: now(), liveWindowMs: liveWindow() })
       .filter((r) => r.verdict !== "ok");
+    extra = [...extra, `${[...rejections.render(), ...store.writes.render()].join("\n")}\n`];
     return c.body(renderMetrics(snapshot, flagged, extra), 200, {
       "content-type": "text/plain; version=0.0.4; charset=utf-8",
     });
@@ -190,6 +227,13 @@ export function createApp(deps: AppDeps): Hono {
       return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 10000"] }, 400);
     return c.json({ events: store.events(limit) } satisfies EventsResponse);
   });
+
+  api.get("/api/clients", (c) =>
+    c.json({
+      clients: store.tables.requests.byClient(now() - config.get().progress.retention),
+      configured: [...(deps.clientNames ?? [])],
+    } satisfies ClientsResponse),
+  );
 
   api.get("/api/trees", (c) =>
     c.json({

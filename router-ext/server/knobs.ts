@@ -25,6 +25,10 @@ export const EXCLUDED: readonly ExcludedKnob[] = [
     why: "names the environment variable holding a secret; set it in config.local.yaml, never from a browser",
   },
   {
+    path: "server.client_keys",
+    why: "names the environment variables holding the gate's client keys, read at start; set it in config.local.yaml, never from a browser",
+  },
+  {
     path: "notifications.channels",
     why: "channels carry secret env names and are built at start; enable/disable and min_severity live on the Channels panel",
   },

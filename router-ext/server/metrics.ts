@@ -86,12 +86,6 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
   t.metric("stallguard_progress_duplicates_total", "counter", "Retried transitions already stored.", [
     [{}, c("progress_duplicates_total")],
   ]);
-  t.metric(
-    "stallguard_progress_rejected_total",
-    "counter",
-    "POST /progress bodies rejected, by status.",
-    byLabel("code", ["400", "401", "413"], "progress_rejected_total"),
-  );
   t.metric("stallguard_alerts_total", "counter", "Alerts handed to the notifier.", [[{}, c("alerts_total")]]);
   t.metric(
     "stallguard_marks_total",

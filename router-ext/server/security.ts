@@ -1,5 +1,5 @@
-// Who may talk to the server: the bind-address rule, bearer tokens compared in
-// constant time, and the loopback test for reporters when no plugin token is set.
+// Who may talk to the server: the bind-address rule and bearer tokens compared
+// in constant time. (Loopback is no credential: every path needs its token.)
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
 

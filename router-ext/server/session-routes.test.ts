@@ -76,10 +76,9 @@ describe("session page API and marks", () => {
       store,
       config,
       adminToken: TOKEN,
-      pluginToken: null,
+      pluginToken: TOKEN,
       version: "dev",
       now: () => now,
-      remoteAddress: () => "127.0.0.1",
     });
     store.recordRequest(served("m", WORKER, T0 - 5000, ROOT));
     store.recordRequest({ ...served("m", WORKER, T0 - 4000, ROOT), cost_usd: 0.5 });

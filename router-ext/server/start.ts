@@ -4,8 +4,6 @@
 
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { getConnInfo } from "@hono/node-server/conninfo";
-import type { Context } from "hono";
 import { Hono } from "hono";
 import { loadConfigLayers } from "../../shared/config-files.ts";
 import type { Config } from "../../shared/index.ts";
@@ -19,9 +17,12 @@ import { Store } from "../db/store.ts";
 import { createGateMetrics, gateRoutes } from "../gate/index.ts";
 import { createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
 import { createApp } from "./app.ts";
+import { loadCredentials } from "./credentials.ts";
 import { createDelivery } from "./deliver.ts";
+import { nodeBody } from "./incoming-body.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
-import { checkBindHost, generateToken } from "./security.ts";
+import { checkBindHost } from "./security.ts";
+import { streamFetch } from "./stream-fetch.ts";
 
 export interface StartOptions {
   /** 0 picks a free port. Default: server.port from the config. */
@@ -50,6 +51,10 @@ export interface RunningServer {
   url: string;
   port: number;
   adminToken: string;
+  /** The plugin token POST /progress needs. */
+  pluginToken: string;
+  /** The gate's client keys (the default one, or those of server.client_keys). */
+  clientKeys: Array<{ name: string; key: string }>;
   dbPath: string;
   close(): Promise<void>;
 }
@@ -79,14 +84,6 @@ function swappableNotifier(initial: Notifier): { notifier: Notifier; swap(next: 
   };
 }
 
-function remoteAddress(c: Context): string | null {
-  try {
-    return getConnInfo(c).remote.address ?? null;
-  } catch {
-    return null;
-  }
-}
-
 const changed = (a: Config, b: Config, key: keyof Config) =>
   JSON.stringify(a[key]) !== JSON.stringify(b[key]);
 
@@ -109,9 +106,12 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const bind = checkBindHost(host, env);
   if (!bind.ok) throw new Error(bind.message);
 
+  const credentials = loadCredentials(base, env);
   const dbPath = base.server.db ?? defaultDbPath(env);
   const now = opts.now ?? Date.now;
-  const store = new Store(openDatabase(dbPath), { now });
+  // A short busy timeout: a write lock held by another process must not freeze the
+  // server (the store queues the gate's writes; /progress answers 503 and the plugin retries).
+  const store = new Store(openDatabase(dbPath, { busyTimeoutMs: 50 }), { now, log });
   let live: LiveConfig;
   try {
     live = LiveConfig.create({ fileLayers: files.fileLayers, flags, overrides: store.knobOverrides(), log });
@@ -121,9 +121,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   }
   const cfg = () => live.get();
 
-  const envToken = env.STALLGUARD_ADMIN_TOKEN?.trim();
-  const adminToken = envToken || generateToken();
-  const pluginToken = env[cfg().plugin.token_env]?.trim() || null;
+  const { adminToken, pluginToken, clientKeys, clientKeyHint } = credentials;
 
   const notify = swappableNotifier(createNotifier(cfg().notifications, { env, log }));
 
@@ -156,6 +154,10 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     return gateRoutes({
       upstream: c.server.upstream,
       apiKey: keyEnv ? env[keyEnv]?.trim() || null : null,
+      clientKeys,
+      clientKeyHint,
+      requestBody: nodeBody,
+      streamFetch,
       prices: c.prices,
       refusal: c.progress.refusal,
       maxBodyBytes: c.server.max_proxy_bytes,
@@ -169,8 +171,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   };
   let gate = buildGate(cfg());
   const gateMount = new Hono();
-  gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw));
-  gateMount.get("/gate/:conversation", (c) => gate.fetch(c.req.raw));
+  gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw, c.env));
+  gateMount.get("/gate/:conversation", (c) => gate.fetch(c.req.raw, c.env));
   if (cfg().server.upstream === null)
     log("gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503");
 
@@ -179,9 +181,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     config: live,
     adminToken,
     pluginToken,
+    clientNames: clientKeys.map((k) => k.name),
     version: VERSION,
     log,
-    remoteAddress,
     now,
     afterIngest: delivery.afterIngest,
     adminApps: [notifierRoutes(notify.notifier), breakerRoutes(breaker)],
@@ -277,13 +279,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     }
   });
 
-  if (envToken) {
-    log(`stallguard ${VERSION} listening on ${url} (admin: ${url}/admin, token from STALLGUARD_ADMIN_TOKEN)`);
-  } else {
-    log(`stallguard ${VERSION} listening on ${url}`);
-    log(`admin token: ${adminToken}`);
-    log(`admin page: ${url}/admin#token=${adminToken}`);
-  }
+  // Paths and sources only: a token never goes to the log (the journal under systemd).
+  log(`stallguard ${VERSION} listening on ${url} (admin page: ${url}/admin)`);
+  for (const line of credentials.lines) log(line);
   log(`database: ${dbPath}`);
 
   let closing: Promise<void> | null = null;
@@ -291,6 +289,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     url,
     port,
     adminToken,
+    pluginToken,
+    clientKeys,
     dbPath,
     close() {
       closing ??= (async () => {

@@ -62,7 +62,7 @@ export function acquireLock(
   path: string,
   opts: { staleMs: number; now?: number; log?: (line: string) => void },
 ): Lock | null {
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const now = opts.now ?? Date.now();
   const body: LockBody = { pid: process.pid, at: now, token: `${process.pid}-${now}-${Math.random()}` };
   const held = (): Lock => ({

@@ -75,7 +75,7 @@ export function pruneState(state: WatchdogState, max = MAX_STATE_SESSIONS): Watc
 
 /** Atomic write: a crash mid-write leaves the previous state, never half a file. */
 export function saveState(path: string, state: WatchdogState): void {
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, `${JSON.stringify(pruneState(state))}\n`, { mode: 0o600 });
   renameSync(tmp, path);

@@ -2,7 +2,7 @@
 // message shapes), the router and a local model: roll-up through children,
 // blind on an unexpected shape (warned once), overlapping ticks, no server,
 // a model that is down, and an undelivered report retried with the same id.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -173,17 +173,20 @@ interface Receiver {
   url: string;
   status: number;
   bodies: ProgressMessage[][];
+  /** The Authorization header of every body received. */
+  auth: string[];
   close(): Promise<void>;
 }
 
 async function startReceiver(): Promise<Receiver> {
-  const rec: Receiver = { url: "", status: 200, bodies: [], close: async () => undefined };
+  const rec: Receiver = { url: "", status: 200, bodies: [], auth: [], close: async () => undefined };
   const srv: Server = createServer((req, res) => {
     let raw = "";
     req.on("data", (c: Buffer) => {
       raw += c.toString("utf8");
     });
     req.on("end", () => {
+      rec.auth.push(String(req.headers.authorization ?? ""));
       const r = parseProgressBody(JSON.parse(raw));
       if (!r.ok) return send(res, 400, { error: "invalid", issues: r.errors });
       if (rec.status !== 200) return send(res, rec.status, { error: "no" });
@@ -402,5 +405,19 @@ describe("runWatchdogTick with local stand-ins", () => {
     const c = await tick(statePath, { now: clock + 3000 });
     expect(c.transitions).toEqual([]);
     clock += 10_000;
+  });
+
+  test("without STALLGUARD_TOKEN the tick presents the plugin.token file serve wrote", async () => {
+    const statePath = fresh();
+    oc.sessions.set("ses_tok", { ...readLoop("ses_tok", clock - 30 * 60_000, 30), updated: clock - 60_000 });
+    const home = join(tmp, "home");
+    mkdirSync(join(home, ".config", "stallguard"), { recursive: true });
+    writeFileSync(join(home, ".config", "stallguard", "plugin.token"), "token-from-file\n", { mode: 0o600 });
+    rec.auth.length = 0;
+    // token undefined: the tick looks for it itself (STALLGUARD_TOKEN, else the file).
+    await tick(statePath, { token: undefined, env: { HOME: home } as NodeJS.ProcessEnv });
+    expect(rec.auth.length).toBeGreaterThan(0);
+    expect(new Set(rec.auth)).toEqual(new Set(["Bearer token-from-file"]));
+    oc.sessions.delete("ses_tok");
   });
 });

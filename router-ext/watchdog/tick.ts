@@ -2,6 +2,7 @@
 // opencode runs (discover.ts), judge it (judge.ts, pure), ask the local model
 // about flagged changes, report to the router, raise the router-down alert,
 // save the state. It reports; it never aborts or compacts anything.
+
 import {
   type Config,
   type ProgressMessage,
@@ -11,6 +12,7 @@ import {
   watchdogModel,
 } from "../../shared/index.ts";
 import { postProgress } from "../../shared/progress-client.ts";
+import { readSecretFile, secretFilePaths } from "../server/secret-files.ts";
 import { notifyCritical } from "./desktop.ts";
 import { buildDigest } from "./digest.ts";
 import { discover } from "./discover.ts";
@@ -105,7 +107,10 @@ async function report(
 
 function tokenFrom(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | null {
   if (opts.token !== undefined) return opts.token || null;
-  return env.STALLGUARD_TOKEN || env[opts.config.plugin.token_env] || null;
+  // The environment first, else the plugin.token file serve writes (no copy-paste step).
+  return (
+    env.STALLGUARD_TOKEN || env[opts.config.plugin.token_env] || readSecretFile(secretFilePaths(env).plugin)
+  );
 }
 
 /** The local model's opinion on each flagged change; a down or slow model leaves it null. */

@@ -104,6 +104,10 @@ describe("admin page (real Chromium, real server)", () => {
     expect(allowedAgain.status).toBe(200);
     expect(allowedAgain.body.choices[0].message.content).toBe("running again");
     expect(env.model.requests).toHaveLength(1);
+    // The Client keys section names the key each request presented (the refused one and the one let through).
+    const clientRow = page.locator('#clients tr[data-client="default"]');
+    await expect.poll(() => clientRow.locator("td").nth(1).textContent(), { timeout: 10_000 }).toBe("2");
+    expect(await clientRow.locator("td").nth(2).textContent()).toBe("1");
     await page.screenshot({ path: join(ARTIFACTS, "admin-sessions-resumed.png") });
 
     // Auto-refresh: a verdict reported while the page is open shows up without a click.

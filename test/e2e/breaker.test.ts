@@ -25,6 +25,7 @@ import {
   toTransition,
 } from "../../shared/index.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { routerEnv } from "../helpers/router-env.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const REAL = fileURLToPath(new URL("../../../shared/corpus/real-trajectories", import.meta.url));
@@ -144,7 +145,7 @@ class Harness {
       upstream: this.model.url,
       dbPath: join(this.tmp, "stallguard.db"),
       configPath: this.localConfig,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: this.tmp, STALLGUARD_ADMIN_TOKEN: TOKEN },
+      env: routerEnv(this.tmp, { STALLGUARD_ADMIN_TOKEN: TOKEN }),
       watchdog: false,
       log: () => {},
     });
@@ -164,7 +165,11 @@ class Harness {
   async api(method: string, path: string, body?: unknown, status = 200): Promise<Json> {
     const res = await fetch(`${this.srv.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      // /progress takes the plugin token, the admin API the admin token.
+      headers: {
+        authorization: `Bearer ${path === "/progress" ? this.srv.pluginToken : TOKEN}`,
+        "content-type": "application/json",
+      },
       body: body === undefined ? null : JSON.stringify(body),
     });
     expect(res.status, `${method} ${path}`).toBe(status);
@@ -175,6 +180,7 @@ class Harness {
   async chat(model: string, session: string, parent: string | null = null) {
     const headers: Record<string, string> = {
       "content-type": "application/json",
+      authorization: `Bearer ${this.srv.clientKeys[0]?.key}`,
       "x-router-conversation": session,
     };
     if (parent) headers["x-router-parent"] = parent;

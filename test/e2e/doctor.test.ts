@@ -95,7 +95,8 @@ describe.skipIf(missing !== null)("stallguard doctor on a real install", () => {
       host: "127.0.0.1",
       dbPath: join(tmp, "stallguard.db"),
       configPath: local,
-      env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: PLUGIN },
+      // The same secret files the doctor reads (never the user's own config folder).
+      env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: PLUGIN, HOME: home },
       watchdog: false,
       log: () => {},
     });

@@ -4,7 +4,7 @@
 // measured number of requests and time before it shows the error, per refusal
 // shape. One opencode serve; one gate per refusal shape, all on one store.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { MemoryGateStore, type ServedGate, serveGate } from "../../router-ext/gate/testing.ts";
+import { MemoryGateStore, type ServedGate, serveGate, TEST_CLIENT } from "../../router-ext/gate/testing.ts";
 import { type ModelServer, scriptRouter, startModelServer, steps } from "../helpers/model-server.ts";
 import { MODEL_ID, type OpencodeServer, PROVIDER_ID, startOpencode } from "../helpers/opencode.ts";
 
@@ -36,7 +36,7 @@ function provider(baseURL: string) {
   return {
     npm: "@ai-sdk/openai-compatible",
     name: "Gate",
-    options: { baseURL, apiKey: "x" },
+    options: { baseURL, apiKey: TEST_CLIENT.key },
     models: { [MODEL_ID]: { name: MODEL_ID, limit: { context: 200000, output: 4096 } } },
   };
 }
@@ -61,6 +61,7 @@ describe("gate with real opencode", () => {
           maxBodyBytes: 50 * 1024 * 1024,
           timeoutMs: 60_000,
           store,
+          clientKeys: [TEST_CLIENT],
         }),
       );
     }
@@ -70,6 +71,7 @@ describe("gate with real opencode", () => {
     );
     oc = await startOpencode({
       modelUrl: url("429"),
+      apiKey: TEST_CLIENT.key,
       opencodeConfig: { provider: extra },
       projectFiles: { "README.md": "# scratch\n" },
       git: true,

@@ -23,6 +23,8 @@ import { type EventStream, type OpencodeServer, REPO, startOpencode } from "../h
 const BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
 const VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
 const TOKEN = "test-token-0123";
+// The shipped thresholds (config/config.yaml): the expectations follow them, not copies of them.
+const T = configSchema.parse({}).thresholds;
 
 // Unique strings planted in the prompt, file contents, edit strings, bash
 // arguments past the first two tokens, env assignments and command output.
@@ -164,10 +166,11 @@ describe("stallguard plugin in real opencode", () => {
 
   test("an explore sub-agent reading a missing file is flagged from failed reads alone, with its root", async () => {
     const parent = await oc.createSession({ title: "explore parent" });
+    const READS = T.fail_loop + 2;
     const missing = join(oc.projectDir, "deleted-module.js");
     const task = { description: "look around", prompt: "find the module", subagent_type: "explore" };
     router.on(parent.id, (req) => {
-      if (req.parentSessionId) return req.step < 14 ? read(missing) : text("not found");
+      if (req.parentSessionId) return req.step < READS ? read(missing) : text("not found");
       return req.step === 0 ? { kind: "tools", calls: [{ name: "task", args: task }] } : text("ok");
     });
     await oc.prompt(parent.id, "explore", { timeoutMs: 180_000 });
@@ -181,7 +184,7 @@ describe("stallguard plugin in real opencode", () => {
     }
     // Every read failed: none of them passed tool.execute.after.
     const child = toolParts(await oc.messages(childId));
-    expect(child.map((p) => p.state.status)).toEqual(repeat(14, "error"));
+    expect(child.map((p) => p.state.status)).toEqual(repeat(READS, "error"));
 
     await expect
       .poll(() => transitionsFor(childId).map((t) => t.verdict), { timeout: 15_000 })

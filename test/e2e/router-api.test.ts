@@ -11,6 +11,7 @@ import { type RunningServer, startServer } from "../../router-ext/server/start.t
 import type { Transition, WireSignals } from "../../shared/index.ts";
 import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { routerEnv } from "../helpers/router-env.ts";
 import { signals as wireSignals, transition as wireTransition } from "../helpers/wire-fixtures.ts";
 
 const ADMIN = "admin-token-for-tests";
@@ -57,7 +58,7 @@ describe("router extension API", () => {
   let hook: Hook;
   let srv: RunningServer;
   const lines: string[] = [];
-  const env = { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: PLUGIN, PATH: process.env.PATH };
+  let env: NodeJS.ProcessEnv;
 
   const start = () => startServer({ port: 0, dbPath, configPath, env, log: (l) => lines.push(l) });
   const post = (body: unknown, token: string | null = PLUGIN, raw?: string) =>
@@ -85,6 +86,7 @@ describe("router extension API", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-router-api-"));
+    env = routerEnv(dir, { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: PLUGIN });
     dbPath = join(dir, "state", "stallguard.db");
     configPath = join(dir, "local.yaml");
     hook = await startHook();
@@ -340,8 +342,13 @@ describe("router extension API", () => {
       const r = await post(null, PLUGIN, raw);
       expect([400, 413], raw.slice(0, 40)).toContain(r.status);
     }
-    // SQL-ish text in a field the schema allows is stored as data, not run.
-    const sqlish = transition({ session_id: "x'); DROP TABLE sessions; --", at: 1_700_000_500_000 });
+    // SQL-ish text in an id is refused by the id charset; in free text it is stored as data, not run.
+    expect((await post(transition({ session_id: "x'); DROP TABLE sessions; --" }))).status).toBe(400);
+    const sqlish = transition({
+      session_id: "ses_sqlish",
+      report: "x'); DROP TABLE sessions; --",
+      at: 1_700_000_500_000,
+    });
     const ok = await post({ ...sqlish, id: "p:sqlish:1700000500000:os" });
     expect(ok.status).toBe(200);
     expect(await eventCount()).toBe(before + 1);
@@ -356,7 +363,7 @@ describe("router extension API", () => {
         host: "0.0.0.0",
         dbPath: join(dir, "other.db"),
         configPath,
-        env: {},
+        env: routerEnv(dir),
         log: () => {},
       }),
     ).rejects.toThrow(/refusing to bind non-loopback address 0\.0\.0\.0/);
@@ -392,7 +399,7 @@ describe("router extension with the gate", () => {
       dbPath: join(dir, "gate.db"),
       configPath,
       upstream: model.url,
-      env: { STALLGUARD_ADMIN_TOKEN: ADMIN },
+      env: routerEnv(dir, { STALLGUARD_ADMIN_TOKEN: ADMIN }),
       log: () => {},
     });
   });
@@ -407,6 +414,7 @@ describe("router extension with the gate", () => {
       method: "POST",
       headers: {
         "content-type": "application/json",
+        authorization: `Bearer ${srv.clientKeys[0]?.key}`,
         "x-router-conversation": conversation,
         "x-router-agent": "general",
         ...(parent ? { "x-router-parent": parent } : {}),

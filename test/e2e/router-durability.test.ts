@@ -15,6 +15,7 @@ import { signals, transition as wireTransition } from "../helpers/wire-fixtures.
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ADMIN = "durability-admin-token";
+const PLUGIN_TOKEN = "durability-plugin-token";
 
 interface Child {
   proc: ChildProcess;
@@ -47,6 +48,7 @@ async function spawnServe(dir: string, db: string, config: string): Promise<Chil
         XDG_DATA_HOME: join(dir, "data"),
         XDG_CONFIG_HOME: join(dir, "config"),
         STALLGUARD_ADMIN_TOKEN: ADMIN,
+        STALLGUARD_TOKEN: PLUGIN_TOKEN,
       },
       stdio: ["ignore", "pipe", "pipe"],
     },
@@ -152,7 +154,7 @@ describe("router durability", () => {
         try {
           const r = await fetch(`${base}/progress`, {
             method: "POST",
-            headers: { "content-type": "application/json" },
+            headers: { "content-type": "application/json", authorization: `Bearer ${PLUGIN_TOKEN}` },
             body: JSON.stringify(batch),
           });
           if (r.status === 200) {

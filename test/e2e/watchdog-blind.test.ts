@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
+import { routerEnv } from "../helpers/router-env.ts";
 
 const ADMIN = "blind-admin-token-0123456789";
 
@@ -28,7 +29,7 @@ describe("watchdog blind alert", () => {
       port: 0,
       dbPath: join(dir, "stallguard.db"),
       configPath,
-      env: { STALLGUARD_ADMIN_TOKEN: ADMIN },
+      env: routerEnv(dir, { STALLGUARD_ADMIN_TOKEN: ADMIN }),
       watchdog: false,
       log: () => {},
     });
@@ -43,7 +44,7 @@ describe("watchdog blind alert", () => {
   const tick = async (at: number, servers: number, blind: boolean) => {
     const res = await fetch(`${srv.url}/progress`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${srv.pluginToken}` },
       body: JSON.stringify({
         type: "watchdog_tick",
         at,

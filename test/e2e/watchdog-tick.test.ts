@@ -27,6 +27,7 @@ import { freePort } from "../helpers/free-port.ts";
 import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 import { type ModelServer, scriptRouter, startModelServer, steps } from "../helpers/model-server.ts";
 import { type OpencodeServer, startOpencode } from "../helpers/opencode.ts";
+import { routerEnv } from "../helpers/router-env.ts";
 
 const TOKEN = "watchdog-e2e-token";
 
@@ -205,7 +206,7 @@ describe("watchdog tick against real opencode (no plugin)", () => {
       port: 0,
       dbPath: join(tmp, "router", "stallguard.db"),
       configPath: local,
-      env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: TOKEN, PATH: process.env.PATH },
+      env: routerEnv(tmp, { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: TOKEN }),
       log: () => undefined,
     });
   });

@@ -9,6 +9,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import { type ModelServer, startModelServer } from "./model-server.ts";
+import { routerEnv } from "./router-env.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
 export type Json = any;
@@ -68,7 +69,7 @@ export async function startAdminEnv(opts: {
     upstream: model.url,
     dbPath: join(opts.tmp, "stallguard.db"),
     configPath: localConfig,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: opts.tmp, STALLGUARD_ADMIN_TOKEN: opts.token },
+    env: routerEnv(opts.tmp, { STALLGUARD_ADMIN_TOKEN: opts.token }),
     watchdog: false,
     log: () => {},
   });
@@ -92,7 +93,11 @@ export async function startAdminEnv(opts: {
     async api(method: string, path: string, body?: unknown) {
       const res = await fetch(`${srv.url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${opts.token}`, "content-type": "application/json" },
+        // /progress takes the plugin token, the admin API the admin token.
+        headers: {
+          authorization: `Bearer ${path === "/progress" ? srv.pluginToken : opts.token}`,
+          "content-type": "application/json",
+        },
         body: body === undefined ? null : JSON.stringify(body),
       });
       expect(res.status, `${method} ${path}`).toBe(200);
@@ -101,7 +106,11 @@ export async function startAdminEnv(opts: {
     async chat(headers: Record<string, string>, model = "scripted") {
       const res = await fetch(`${srv.url}/v1/chat/completions`, {
         method: "POST",
-        headers: { "content-type": "application/json", ...headers },
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${srv.clientKeys[0]?.key}`,
+          ...headers,
+        },
         body: JSON.stringify({ model, messages: [{ role: "user", content: "go" }] }),
       });
       const text = await res.text();

@@ -26,6 +26,10 @@ export const MODEL_ID = "loop";
 export interface OpencodeOptions {
   /** The scripted server's /v1 base. */
   modelUrl: string;
+  /** The provider's apiKey in opencode.json (the gate's client key, or a {file:...}/{env:...} reference). Default "x". */
+  apiKey?: string;
+  /** Runs once the workspace (home, project, opencode.json) exists and before opencode starts. */
+  beforeStart?: (ws: Workspace) => void | Promise<void>;
   /** Absolute paths of plugin .js/.ts files, copied into <project>/.opencode/plugins/. */
   plugins?: string[];
   /** Deep-merged into the generated opencode.json (objects merge, everything else replaces). */
@@ -114,14 +118,14 @@ export function deepMerge(
   return out;
 }
 
-export function baseConfig(modelUrl: string): Record<string, unknown> {
+export function baseConfig(modelUrl: string, apiKey = "x"): Record<string, unknown> {
   return {
     $schema: "https://opencode.ai/config.json",
     provider: {
       [PROVIDER_ID]: {
         npm: "@ai-sdk/openai-compatible",
         name: "Fake",
-        options: { baseURL: modelUrl, apiKey: "x" },
+        options: { baseURL: modelUrl, apiKey },
         models: { [MODEL_ID]: { name: MODEL_ID, limit: { context: 200000, output: 4096 } } },
       },
     },
@@ -234,7 +238,7 @@ export function prepareWorkspace(opts: OpencodeOptions): Workspace {
     seedConfigDir(join(projectDir, ".opencode"));
     if (opts.env?.OPENCODE_CONFIG_DIR) seedConfigDir(opts.env.OPENCODE_CONFIG_DIR);
   }
-  const config = deepMerge(baseConfig(opts.modelUrl), opts.opencodeConfig ?? {});
+  const config = deepMerge(baseConfig(opts.modelUrl, opts.apiKey), opts.opencodeConfig ?? {});
   writeFileSync(join(projectDir, "opencode.json"), `${JSON.stringify(config, null, 2)}\n`);
   for (const p of opts.plugins ?? []) {
     writeFiles(join(projectDir, ".opencode", "plugins"), { [basename(p)]: readFileSync(p, "utf8") });
@@ -349,6 +353,7 @@ export interface PromptOptions {
 export async function startOpencode(opts: OpencodeOptions): Promise<OpencodeServer> {
   const t0 = Date.now();
   const ws = prepareWorkspace(opts);
+  await opts.beforeStart?.(ws);
   let lastErr: Error | undefined;
   // The port can be taken between freePort() and bind: retry with a new one.
   for (let attempt = 0; attempt < 3; attempt++) {

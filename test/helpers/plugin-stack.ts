@@ -45,12 +45,18 @@ export async function startPluginStack(opts: {
       dbPath: join(dir, "stallguard.db"),
       configPath,
       upstream: model.url,
-      env: { STALLGUARD_ADMIN_TOKEN: opts.adminToken, STALLGUARD_TOKEN: opts.pluginToken },
+      // The gate's client key is created under this config folder (never the user's own).
+      env: {
+        STALLGUARD_ADMIN_TOKEN: opts.adminToken,
+        STALLGUARD_TOKEN: opts.pluginToken,
+        XDG_CONFIG_HOME: join(dir, "config"),
+      },
       log: () => {},
     });
   const srv = await router(0);
   const oc = await startOpencode({
     modelUrl: `${srv.url}/v1`,
+    apiKey: srv.clientKeys[0]?.key ?? "",
     plugins: [PLUGIN_BUNDLE],
     env: { STALLGUARD_URL: srv.url, STALLGUARD_TOKEN: opts.pluginToken, STALLGUARD_HEARTBEAT_MS: "1000" },
     projectFiles: opts.projectFiles ?? { "README.md": "# scratch\n" },

@@ -17,6 +17,7 @@ import { transition } from "../helpers/wire-fixtures.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const ADMIN = "labels-from-admin-token-0123";
+const PLUGIN = "labels-from-plugin-token-0123";
 const corpus = JSON.parse(readFileSync(join(RECORDED, "labels.json"), "utf8")) as Record<
   string,
   { label: string; scenario: string }
@@ -52,14 +53,17 @@ beforeAll(async () => {
     host: "127.0.0.1",
     dbPath: join(tmp, "stallguard.db"),
     configPath: local,
-    env: { STALLGUARD_ADMIN_TOKEN: ADMIN },
+    env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: PLUGIN, XDG_CONFIG_HOME: tmp },
     watchdog: false,
     log: () => {},
   });
   const api = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${srv.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      headers: {
+        authorization: `Bearer ${path === "/progress" ? PLUGIN : ADMIN}`,
+        "content-type": "application/json",
+      },
       body: JSON.stringify(body),
     });
     expect(res.status, `${method} ${path}`).toBe(200);

@@ -5,6 +5,7 @@
 import * as z from "zod/mini";
 import { parseDuration } from "../../../shared/duration.ts";
 import { type Api, ApiError, createApi } from "./api.ts";
+import { mountClients } from "./clients-view.ts";
 import { byId, h, replace } from "./dom.ts";
 import { renderEvents } from "./events-view.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
@@ -301,6 +302,7 @@ async function start(token: string): Promise<void> {
   el.app.hidden = false;
   setStatus("loading");
   mountBreaker(api, () => gen === generation);
+  mountClients(api, () => gen === generation);
   showView();
   await Promise.all([loadKnobs(), loadChannels(), refresh(), openView()]);
   if (gen === generation) schedule(gen);

@@ -13,6 +13,7 @@ import {
 import { type Api, ApiError } from "./api.ts";
 import { button, dataTable, h, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
+import { mountSection } from "./section.ts";
 
 const REFRESH_MS = 3000;
 
@@ -138,25 +139,6 @@ export function renderBreaker(
   );
 }
 
-/** The section's body element, created (before the channels section) on first use. */
-function sectionBody(): HTMLElement | null {
-  const existing = document.getElementById("breaker-body");
-  if (existing) return existing;
-  const app = document.getElementById("app");
-  if (!app) return null;
-  const body = h("div", { id: "breaker-body" });
-  const section = h(
-    "section",
-    { id: "breaker", "data-view": "activity" },
-    h("h2", {}, "Model breaker"),
-    body,
-  );
-  const before = document.getElementById("channels");
-  if (before && before.parentElement === app) app.insertBefore(section, before);
-  else app.appendChild(section);
-  return body;
-}
-
 async function load(api: Api, root: HTMLElement): Promise<void> {
   let raw: unknown;
   try {
@@ -195,14 +177,17 @@ async function load(api: Api, root: HTMLElement): Promise<void> {
   );
 }
 
-/** Adds the section and keeps it fresh while `alive()` holds (main.ts bumps its generation on 401). */
+/** Adds the section (before the channels) and keeps it fresh while `alive()` holds. */
 export function mountBreaker(api: Api, alive: () => boolean): void {
-  const root = sectionBody();
-  if (!root) return;
-  const loop = async () => {
-    if (!alive()) return;
-    await load(api, root);
-    if (alive()) setTimeout(() => void loop(), REFRESH_MS);
-  };
-  void loop();
+  mountSection(
+    {
+      id: "breaker",
+      title: "Model breaker",
+      before: "channels",
+      view: "activity",
+      refreshMs: REFRESH_MS,
+      load: (root) => load(api, root),
+    },
+    alive,
+  );
 }

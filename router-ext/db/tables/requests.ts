@@ -8,9 +8,11 @@ import type { RequestRecord } from "../../gate/store.ts";
 export function requestsTable(db: Database.Database) {
   const insert = db.prepare(
     `INSERT INTO requests (conversation, root_id, agent, parent, model, status, prompt_tokens, completion_tokens,
-       cached_tokens, cost_usd, context_tokens, started_at, duration_ms, refused, plugin_version)
+       cached_tokens, cost_usd, context_tokens, started_at, duration_ms, refused, plugin_version, client, error,
+       response_bytes)
      VALUES (@conversation, @root_id, @agent, @parent, @model, @status, @prompt_tokens, @completion_tokens,
-       @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version)`,
+       @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version, @client,
+       @error, @response_bytes)`,
   );
   // The last measured context since the session's last compaction (the compaction's own request excluded).
   const lastContext = db.prepare<[string, string], { tokens: number }>(
@@ -25,6 +27,13 @@ export function requestsTable(db: Database.Database) {
      ORDER BY at, seq`,
   );
   const prune = db.prepare("DELETE FROM requests WHERE started_at < ?");
+  // Per client key: what each named key spent since a time (the admin page's Clients section).
+  const byClient = db.prepare<[number], ClientUsage>(
+    `SELECT COALESCE(client, '') AS client, COUNT(*) AS requests, SUM(refused) AS refused,
+       SUM(CASE WHEN error IS NOT NULL THEN 1 ELSE 0 END) AS failed,
+       COALESCE(SUM(cost_usd), 0) AS cost_usd, MAX(started_at) AS last_at
+     FROM requests WHERE started_at >= ? GROUP BY COALESCE(client, '') ORDER BY last_at DESC LIMIT 200`,
+  );
   return {
     insert(r: RequestRecord): void {
       insert.run({
@@ -53,6 +62,19 @@ export function requestsTable(db: Database.Database) {
     prune(cutoff: number): number {
       return prune.run(cutoff).changes;
     },
+    byClient(since: number): ClientUsage[] {
+      return byClient.all(since);
+    },
   };
 }
+export interface ClientUsage {
+  /** The client key's name; "" for requests recorded before keys were named. */
+  client: string;
+  requests: number;
+  refused: number;
+  failed: number;
+  cost_usd: number;
+  last_at: number;
+}
+
 export type RequestsTable = ReturnType<typeof requestsTable>;

@@ -6,6 +6,7 @@ import type { ChannelConfig } from "../../../shared/index.ts";
 import { checkCommand, checkSessionBus } from "../diagnostics.ts";
 import type { Alert, ChannelAdapter } from "../types.ts";
 import { DeliveryError, type Env } from "./secret-env.ts";
+import { markupText, plainText } from "./text.ts";
 
 export type DesktopConfig = Extract<ChannelConfig, { type: "desktop" }>;
 
@@ -14,7 +15,8 @@ const STDERR_MAX = 300;
 /** notify-send arguments for one alert: critical alerts persist on screen. */
 export function notifySendArgs(c: DesktopConfig, a: Alert): string[] {
   const urgency = a.state !== "resolve" && a.severity === "critical" ? "critical" : "normal";
-  return ["-a", c.app_name, "-u", urgency, "--", a.title, a.summary];
+  // The summary is body markup to the notification server; the title is plain text.
+  return ["-a", c.app_name, "-u", urgency, "--", plainText(a.title), markupText(a.summary)];
 }
 
 export function desktopChannel(c: DesktopConfig, env: Env): ChannelAdapter {

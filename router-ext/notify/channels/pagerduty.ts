@@ -4,6 +4,7 @@ import type { ChannelConfig } from "../../../shared/index.ts";
 import type { Alert, ChannelAdapter } from "../types.ts";
 import { hostOf, postJson } from "./http-post.ts";
 import { type Env, missingEnv, secretFromEnv } from "./secret-env.ts";
+import { plainText } from "./text.ts";
 
 export type PagerdutyConfig = Extract<ChannelConfig, { type: "pagerduty" }>;
 
@@ -16,11 +17,16 @@ export function pagerdutyBody(a: Alert, routingKey: string): Record<string, unkn
     event_action: "trigger",
     dedup_key: a.dedup_key,
     payload: {
-      summary: `${a.title}: ${a.summary}`.slice(0, 1024),
+      summary: plainText(`${a.title}: ${a.summary}`).slice(0, 1024),
       source: `stallguard/${a.source}`,
       severity: a.state === "escalate" ? "critical" : a.severity,
       timestamp: new Date(a.at).toISOString(),
-      custom_details: { title: a.title, summary: a.summary, state: a.state, details: a.details },
+      custom_details: {
+        title: plainText(a.title),
+        summary: plainText(a.summary),
+        state: a.state,
+        details: plainText(a.details),
+      },
     },
   };
 }

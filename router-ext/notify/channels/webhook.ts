@@ -5,6 +5,7 @@ import type { ChannelConfig } from "../../../shared/index.ts";
 import type { Alert, ChannelAdapter } from "../types.ts";
 import { hostOf, postJson } from "./http-post.ts";
 import { DeliveryError, type Env, missingEnv, secretFromEnv, urlFromEnv } from "./secret-env.ts";
+import { plainText, slackCode, slackText } from "./text.ts";
 
 export type WebhookConfig = Extract<ChannelConfig, { type: "webhook" }>;
 
@@ -21,9 +22,9 @@ export function jsonBody(a: Alert): Record<string, unknown> {
     dedup_key: a.dedup_key,
     severity: a.severity,
     state: a.state,
-    title: a.title,
-    summary: a.summary,
-    details: a.details,
+    title: plainText(a.title),
+    summary: plainText(a.summary),
+    details: plainText(a.details),
     source: a.source,
     at: a.at,
   };
@@ -34,8 +35,9 @@ export function ntfyBody(a: Alert, topic: string): Record<string, unknown> {
   const resolved = a.state === "resolve";
   return {
     topic,
-    title: a.title,
-    message: clip(a.details ? `${a.summary}\n\n${a.details}` : a.summary, 3500),
+    title: plainText(a.title),
+    // ntfy shows message as plain text unless asked for markdown (it is not).
+    message: clip(plainText(a.details ? `${a.summary}\n\n${a.details}` : a.summary), 3500),
     priority: resolved ? 3 : NTFY_PRIORITY[a.severity],
     tags: [resolved ? "white_check_mark" : NTFY_TAG[a.severity], a.source],
   };
@@ -43,8 +45,8 @@ export function ntfyBody(a: Alert, topic: string): Record<string, unknown> {
 
 /** Slack-compatible incoming-webhook body. */
 export function slackBody(a: Alert): { text: string } {
-  const details = a.details ? `\n\`\`\`${clip(a.details, 2500)}\`\`\`` : "";
-  return { text: `*${a.title}*\n${a.summary}${details}` };
+  const details = a.details ? `\n\`\`\`${slackCode(clip(a.details, 2500))}\`\`\`` : "";
+  return { text: `*${slackText(a.title)}*\n${slackText(a.summary)}${details}` };
 }
 
 export function webhookBody(c: WebhookConfig, a: Alert): unknown {

@@ -1,0 +1,95 @@
+// The "Client keys" section: per named client key of the gate (server.client_keys,
+// or "default"), what it asked for in the retention window: requests, refused,
+// failed streams, spend, last request. Reads GET /api/clients. The section is
+// added to the page by this module, after the Sessions readout.
+import { type ClientUsageView, clientUsageSchema, parseRows } from "../../api/schemas.ts";
+import { type Api, ApiError } from "./api.ts";
+import { h, replace } from "./dom.ts";
+import { fmtAgo, fmtTime } from "./format.ts";
+import { mountSection } from "./section.ts";
+
+const REFRESH_MS = 5000;
+
+export function renderClients(
+  root: HTMLElement,
+  body: { clients: ClientUsageView[]; configured: string[]; problems: string[] },
+  now: number,
+): void {
+  const seen = new Set(body.clients.map((c) => c.client));
+  const unused = body.configured.filter((n) => !seen.has(n));
+  const cols = ["client key", "requests", "refused", "failed streams", "spend", "last request"];
+  const rows = [
+    ...body.clients.map((c) =>
+      h(
+        "tr",
+        { "data-client": c.client },
+        h("td", { class: "sid" }, c.client || "(unnamed, before keys)"),
+        h("td", { class: "num" }, c.requests),
+        h("td", { class: "num" }, c.refused),
+        h("td", { class: "num" }, c.failed),
+        h("td", { class: "num" }, `$${c.cost_usd.toFixed(2)}`),
+        h("td", { title: fmtTime(c.last_at) }, fmtAgo(c.last_at, now)),
+      ),
+    ),
+    ...unused.map((n) =>
+      h(
+        "tr",
+        { "data-client": n },
+        h("td", { class: "sid" }, n),
+        h("td", { colspan: 5, class: "dim" }, "no requests"),
+      ),
+    ),
+  ];
+  replace(
+    root,
+    body.problems.length ? h("ul", { class: "err" }, ...body.problems.map((p) => h("li", {}, p))) : null,
+    h(
+      "table",
+      { class: "clients" },
+      h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col" }, c)))),
+      h(
+        "tbody",
+        {},
+        ...(rows.length
+          ? rows
+          : [h("tr", {}, h("td", { colspan: cols.length, class: "dim" }, "no requests yet"))]),
+      ),
+    ),
+  );
+}
+
+async function load(api: Api, root: HTMLElement): Promise<void> {
+  let raw: unknown;
+  try {
+    raw = await api.get("/api/clients", { optional: true });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return;
+    replace(root, h("div", { class: "err" }, `client keys: ${(err as Error).message}`));
+    return;
+  }
+  if (raw === null || typeof raw !== "object") {
+    replace(root, h("div", { class: "dim" }, "client keys: not available on this server"));
+    return;
+  }
+  const o = raw as Record<string, unknown>;
+  const clients = parseRows(Array.isArray(o.clients) ? o.clients : [], clientUsageSchema, "clients");
+  const configured = Array.isArray(o.configured)
+    ? o.configured.filter((n): n is string => typeof n === "string")
+    : [];
+  renderClients(root, { clients: clients.rows, configured, problems: clients.problems }, Date.now());
+}
+
+/** Adds the section (after the Sessions readout) and keeps it fresh while `alive()` holds. */
+export function mountClients(api: Api, alive: () => boolean): void {
+  mountSection(
+    {
+      id: "clients",
+      title: "Client keys",
+      after: "sessions",
+      view: "sessions",
+      refreshMs: REFRESH_MS,
+      load: (root) => load(api, root),
+    },
+    alive,
+  );
+}

@@ -1,0 +1,107 @@
+import { describe, expect, test } from "vitest";
+import { BodyRewriter, concat } from "./request-body.ts";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Runs a body through the rewriter in chunks of `size` bytes; returns the output text and the rewriter. */
+function run(body: string, size: number, opts: ConstructorParameters<typeof BodyRewriter>[0]) {
+  const bytes = enc.encode(body);
+  const rw = new BodyRewriter(opts);
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += size) out.push(...rw.push(bytes.slice(i, i + size)));
+  out.push(...rw.end());
+  return { text: dec.decode(concat(out)), rw };
+}
+
+const SIZES = [1, 2, 3, 7, 64, 100_000];
+
+describe("BodyRewriter", () => {
+  test("reads model and stream from any chunking, leaves the rest byte for byte", () => {
+    const body = JSON.stringify({
+      messages: [{ role: "user", content: 'a "quoted" \\ {brace} [x], "model": "fake"' }],
+      model: "gpt-x",
+      nested: { model: "inner", stream: false },
+      stream: false,
+    });
+    for (const size of SIZES) {
+      const { text, rw } = run(body, size, { completions: true });
+      expect(text, `size ${size}`).toBe(body);
+      expect(rw.model).toBe("gpt-x");
+      expect(rw.stream).toBe(false);
+      expect(rw.injected).toBe(false);
+    }
+  });
+
+  test("asks for usage on a streaming completion without stream_options", () => {
+    const body = `{ "model" : "m", "messages": [], "stream" : true }`;
+    for (const size of SIZES) {
+      const { text, rw } = run(body, size, { completions: true });
+      expect(JSON.parse(text)).toEqual({
+        model: "m",
+        messages: [],
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      expect(rw.injected).toBe(true);
+    }
+    const { text, rw } = run(body, 5, { completions: false });
+    expect(text).toBe(body);
+    expect(rw.injected).toBe(false);
+  });
+
+  test("adds include_usage to stream_options after stream:true, and leaves include_usage:true alone", () => {
+    const a = `{"model":"m","stream":true,"stream_options":{"x":1}}`;
+    for (const size of SIZES) {
+      const { text, rw } = run(a, size, { completions: true });
+      expect(JSON.parse(text)).toEqual({
+        model: "m",
+        stream: true,
+        stream_options: { x: 1, include_usage: true },
+      });
+      expect(rw.injected).toBe(true);
+    }
+    const b = `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`;
+    for (const size of SIZES) {
+      const { text, rw } = run(b, size, { completions: true });
+      expect(text).toBe(b);
+      expect(rw.injected).toBe(false);
+    }
+  });
+
+  test("replaces the model with the breaker's fallback", () => {
+    const body = `{"model":"open-model","messages":[{"content":"model"}],"stream":false}`;
+    for (const size of SIZES) {
+      const seen: string[] = [];
+      const { text } = run(body, size, {
+        completions: true,
+        onModel: (m) => {
+          seen.push(m);
+          return "fallback";
+        },
+      });
+      expect(JSON.parse(text)).toEqual({
+        model: "fallback",
+        messages: [{ content: "model" }],
+        stream: false,
+      });
+      expect(seen).toEqual(["open-model"]);
+    }
+  });
+
+  test("passes a body that is not a JSON object through untouched", () => {
+    for (const body of ["[1,2]", '"model"', "not json {", ""]) {
+      const { text, rw } = run(body, 2, { completions: true, onModel: () => "x" });
+      expect(text).toBe(body);
+      expect(rw.model).toBeNull();
+    }
+  });
+
+  test("a watched value longer than the hold cap passes through unread", () => {
+    const body = JSON.stringify({ model: "m".repeat(10_000), stream: true });
+    const { text, rw } = run(body, 1000, { completions: false });
+    expect(text).toBe(body);
+    expect(rw.model).toBeNull();
+    expect(rw.stream).toBe(true);
+  });
+});
