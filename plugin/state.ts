@@ -18,15 +18,16 @@ import {
   type VerdictChange,
 } from "../shared/index.ts";
 import { obj, text } from "../shared/read.ts";
+import { heartbeatSessions } from "./heartbeat.ts";
 import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
 import { ObservationQueue, type Timer } from "./observation-queue.ts";
+import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
 import { CallDedupe, callFromPart, toolPartHead } from "./sensor.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";
 import { requestKind, usageOf, userTurnOf } from "./turns.ts";
 import { PLUGIN_VERSION } from "./version.ts";
-import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
 
 /** The parts of opencode's client the plugin uses; every call is optional and may fail. */
@@ -58,22 +59,7 @@ export interface StallguardDeps {
   timer?: Timer;
 }
 
-/** A bash call's ids and command, from tool.execute.before/after shapes; null for other tools. */
-function bashCommandOf(
-  input: unknown,
-  args: unknown,
-): { sessionId: string; callId: string; command: string } | null {
-  const i = obj(input);
-  const tool = text(i.tool)?.toLowerCase();
-  if (tool !== "bash" && tool !== "shell") return null;
-  const sessionId = text(i.sessionID);
-  const callId = text(i.callID);
-  const command = text(obj(args).command);
-  return sessionId && callId && command ? { sessionId, callId, command } : null;
-}
-
-/** What the plugin asks of the work-tree probe (worktree-probe.ts). */
-export type ProbeLike = Pick<WorktreeProbe, "refresh" | "started" | "ended" | "before" | "after" | "close">;
+export type { ProbeLike } from "./probe-hooks.ts";
 
 export interface StallguardStats {
   sessions: number;
@@ -88,8 +74,6 @@ export interface StallguardStats {
 }
 
 const LOG_EVERY_MS = 60_000;
-/** Tools that change files themselves: the work-tree baseline is retaken after them. */
-const EDIT_TOOLS = new Set(["edit", "multiedit", "write", "create", "apply_patch", "patch", "str_replace"]);
 
 export class Stallguard {
   readonly forest: SessionForest;
@@ -97,7 +81,7 @@ export class Stallguard {
   readonly reporter: Reporter;
   private readonly dedupe: CallDedupe;
   private readonly writes: WriteProbe;
-  private readonly probe: ProbeLike | null;
+  private readonly probes: ProbeHooks;
   private readonly queue: ObservationQueue;
   private readonly lastLog = new BoundedMap<string, number>(64);
   private readonly now: () => number;
@@ -144,7 +128,7 @@ export class Stallguard {
     });
     this.dedupe = new CallDedupe(Math.max(1024, s.maxSessions * 8));
     this.writes = new WriteProbe(this.directory, 1024, deps.hashFile ?? hashFile);
-    this.probe = deps.probe ?? null;
+    this.probes = new ProbeHooks(deps.probe ?? null, (err) => this.log("error", "probe_failed", String(err)));
     this.queue = new ObservationQueue({
       waitMs: deps.probeWaitMs ?? 2500,
       ...(deps.timer ? { timer: deps.timer } : {}),
@@ -155,7 +139,7 @@ export class Stallguard {
   /** Starts the heartbeat (one now, then every settings.heartbeatMs). */
   start(): void {
     if (this.timer) return;
-    this.probe?.refresh();
+    this.probes.refresh();
     this.heartbeat();
     this.timer = setInterval(() => {
       try {
@@ -171,7 +155,7 @@ export class Stallguard {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     // Verdicts still waiting for a probe are judged (bounded by the queue's wait), then sent.
-    this.probe?.close();
+    this.probes.close();
     await this.queue.drained();
     let cut: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
@@ -245,17 +229,7 @@ export class Stallguard {
 
   /** tool.execute.before: hash a file before write replaces it; outside git, note what a bash call names. */
   async toolBefore(input: unknown, output: unknown): Promise<void> {
-    if (!this.probe) return this.writes.before(input, output);
-    const args = obj(output).args;
-    const bash = bashCommandOf(input, args);
-    if (bash) {
-      await this.probe.before(bash.sessionId, bash.callId, bash.command, text(obj(args).workdir));
-      return;
-    }
-    const i = obj(input);
-    const [sessionId, callId] = [text(i.sessionID), text(i.callID)];
-    if (sessionId && callId && EDIT_TOOLS.has(text(i.tool)?.toLowerCase() ?? ""))
-      this.probe.started(sessionId, callId);
+    if (await this.probes.before(input, obj(output).args)) return;
     return this.writes.before(input, output);
   }
 
@@ -282,12 +256,9 @@ export class Stallguard {
       if (child && child !== sessionId) this.identity.setParent(child, sessionId);
     }
     this.counts.calls++;
-    if (this.probe && EDIT_TOOLS.has(tool.toLowerCase())) {
-      this.probe.ended(sessionId, callId);
-      this.probe.refresh();
-    }
+    this.probes.afterTool(sessionId, callId, tool);
     // The parsed hook holds what opencode handed over now (it may reuse its objects later).
-    const answer = this.probeAfter(input, hook.args);
+    const answer = this.probes.after(input, hook.args);
     if (!answer) {
       this.observe({ kind: "tool", call: toolHookCall(hook, ctx) });
       return;
@@ -332,32 +303,12 @@ export class Stallguard {
   heartbeat(): void {
     const now = this.now();
     for (const id of this.forest.evictIdle(now - this.deps.settings.idleEvictMs)) this.identity.forget(id);
-    const sessions = this.forest
-      .ids()
-      .map((id) => this.forest.get(id))
-      .filter((t) => t !== undefined)
-      .sort((a, b) => b.lastActivity - a.lastActivity)
-      .slice(0, 2000)
-      .map((t) => {
-        const s = t.signals();
-        return {
-          session_id: t.id,
-          parent_id: this.forest.parentOf(t.id),
-          root_id: this.forest.rootOf(t.id),
-          agent: t.agent,
-          verdict: t.lastVerdict.verdict,
-          turns: s.turns,
-          turns_since_landed: s.turnsSinceLanded,
-          last_landed_at: s.lastLandedAt === null ? null : Math.max(0, Math.floor(s.lastLandedAt)),
-          context_tokens: Math.max(0, Math.floor(s.contextTokens)),
-        };
-      });
     this.reporter.enqueue({
       type: "heartbeat",
       instance_id: this.instanceId,
       plugin_version: this.version.slice(0, 64) || "dev",
       at: Math.floor(now),
-      sessions,
+      sessions: heartbeatSessions(this.forest),
     });
   }
 
@@ -375,7 +326,7 @@ export class Stallguard {
     const head = toolPartHead(part);
     if (!head) return;
     // A tool that threw has no after hook: this part is the only sign it ended.
-    if (head.status === "error") this.probe?.ended(head.sessionId, head.callId);
+    if (head.status === "error") this.probes.ended(head.sessionId, head.callId);
     if (!this.dedupe.fromPart(head.partId, head.sessionId, head.callId, head.status)) return;
     const call = callFromPart(part, {
       parentId: this.parentFor(head.sessionId),
@@ -392,18 +343,6 @@ export class Stallguard {
   /** Resolves once every observation that waits for a probe has been judged. */
   settled(): Promise<void> {
     return this.queue.drained();
-  }
-
-  /** The probe's pending answer for a bash call that may write; null when there is none to wait for. */
-  private probeAfter(input: unknown, args: unknown): Promise<TreeAnswer | null> | null {
-    const bash = this.probe ? bashCommandOf(input, args) : null;
-    if (!bash || !this.probe) return null;
-    try {
-      return this.probe.after(bash.sessionId, bash.callId, bash.command, text(obj(args).workdir));
-    } catch (err) {
-      this.log("error", "probe_failed", String(err));
-      return null;
-    }
   }
 
   /** Judges an observation now, or after the probes that arrived before it. */
