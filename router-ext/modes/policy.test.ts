@@ -1,11 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  decideOnDetection,
-  initialTreeState,
-  type ModeKnobs,
-  recoveryCompleted,
-  resumeTree,
-} from "./policy.ts";
+import { decideOnDetection, initialTreeState, type ModeKnobs, recoveryCompleted } from "./policy.ts";
 
 const knobs = (mode: ModeKnobs["mode"]): ModeKnobs => ({
   mode,
@@ -67,8 +61,8 @@ describe("modes policy", () => {
     const s4 = decideOnDetection(s3.state, det("w4"), k, 21 * 60_000);
     expect(types(s4.actions)).toEqual(["alert"]);
     expect(s4.state.hardStop).toBe(true);
-    // Resume starts over at stage 1.
-    const again = decideOnDetection(resumeTree(s4.state), det("w5"), k, 22 * 60_000);
+    // Admin Resume drops the tree's stored state (modes/store.ts), so the next detection starts at stage 1.
+    const again = decideOnDetection(initialTreeState(s4.state.rootId), det("w5"), k, 22 * 60_000);
     expect(again.state.stage).toBe(1);
   });
 

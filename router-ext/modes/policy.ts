@@ -162,8 +162,3 @@ export function decideOnDetection(
 export function recoveryCompleted(prev: TreeModeState): TreeModeState {
   return { ...prev, refusedSessions: [] };
 }
-
-/** Admin Resume: clears the hard stop, the cap and the refusals; the recovery count starts over. */
-export function resumeTree(prev: TreeModeState): TreeModeState {
-  return initialTreeState(prev.rootId);
-}
