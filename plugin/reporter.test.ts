@@ -24,7 +24,9 @@ describe("outcomeOf", () => {
     [200, "sent"],
     [204, "sent"],
     [400, "rejected"],
-    [401, "rejected"],
+    [401, "retry"],
+    [403, "retry"],
+    [404, "rejected"],
     [413, "too_large"],
     [408, "retry"],
     [429, "retry"],
@@ -99,12 +101,33 @@ describe("Reporter against a real receiver", () => {
     await expect.poll(() => rx.messages.map((m) => m.at)).toEqual([7]);
   });
 
-  it("drops a batch the router rejects (400, 401): retrying cannot fix it", async () => {
-    const r = make({ token: "wrong" });
+  it("keeps reports while the token is missing or wrong, and delivers them once it matches", async () => {
+    // The plugin started before serve wrote plugin.token: no token, then a wrong one, then the file appears.
+    let token: string | null = null;
+    const logs: string[] = [];
+    const r = make({ token: () => token, log: (_level, code) => logs.push(code) });
+    r.enqueue(tick(1));
+    await expect.poll(() => r.stats.failures).toBeGreaterThan(0);
+    token = "wrong";
+    const failed = r.stats.failures;
+    await expect.poll(() => r.stats.failures).toBeGreaterThan(failed);
+    expect(r.pending).toBe(1);
+    expect(rx.messages).toEqual([]);
+    expect(logs).toContain("progress_unauthorized");
+    token = "tok";
+    await expect.poll(() => rx.messages.length).toBe(1);
+    expect(r.pending).toBe(0);
+    expect(r.stats.rejected).toBe(0);
+  });
+
+  it("drops a body the router rejects (400) and logs it: sending it again cannot change the answer", async () => {
+    const logs: string[] = [];
+    const r = make({ log: (_level, code) => logs.push(code) });
+    rx.setMode({ status: 400 });
     r.enqueue(tick(1));
     await expect.poll(() => r.stats.rejected).toBe(1);
     expect(r.pending).toBe(0);
-    expect(rx.messages).toEqual([]);
+    expect(logs).toContain("progress_rejected");
   });
 
   it("retries on 503", async () => {

@@ -43,11 +43,14 @@ export type SendOutcome = "sent" | "retry" | "rejected" | "too_large";
 
 /**
  * What the queue does with an answer (classes from shared/progress-client.ts):
- * retry what a later attempt can fix; a refused or rejected batch leaves the
- * queue (logged), since nothing inside opencode can fix a token or a body.
+ * retry what a later attempt can fix, a missing or wrong token included (the
+ * token is read again for every send: serve writes plugin.token on its first
+ * start, maybe after opencode did); a rejected body leaves the queue (logged),
+ * since sending it again cannot change the answer.
  */
 export function outcomeOf(status: number): SendOutcome {
   if (status === 413) return "too_large";
+  if (status === 401 || status === 403) return "retry";
   const c = classifyStatus(status);
   return c === "refused" ? "rejected" : c;
 }
@@ -175,6 +178,12 @@ export class Reporter {
     });
     if (r.http === null) return "retry";
     const outcome = outcomeOf(r.http);
+    if (r.http === 401 || r.http === 403)
+      this.opts.log?.(
+        "warn",
+        "progress_unauthorized",
+        `router answered ${r.http} to /progress: reports kept until the plugin token matches (STALLGUARD_TOKEN or the plugin.token file serve writes)`,
+      );
     if (outcome === "too_large") return this.tooLarge(batch, r.text);
     if (outcome === "sent") this.answer(r.text);
     if (outcome === "rejected")
