@@ -1,6 +1,6 @@
 // Wire messages as a plugin would send them, for tests that seed the router
 // over POST /progress (counts only, like the real thing).
-import type { Transition, WireEvidence, WireSignals } from "../../shared/index.ts";
+import type { Heartbeat, Transition, WireEvidence, WireSignals } from "../../shared/index.ts";
 
 /** A plausible stuck session's signals; override what the test is about. */
 export function signals(over: Partial<WireSignals> = {}): WireSignals {
@@ -36,6 +36,25 @@ export function loopEvidence(target: string): WireEvidence {
     ],
     same_result: { target, count: 14 },
     fail_target: "npm test",
+  };
+}
+
+/** One session in a heartbeat: a healthy root one turn in; override what the test is about. */
+export function heartbeatSession(
+  id: string,
+  over: Partial<Heartbeat["sessions"][number]> = {},
+): Heartbeat["sessions"][number] {
+  return {
+    session_id: id,
+    parent_id: null,
+    root_id: id,
+    agent: "build",
+    verdict: "ok",
+    turns: 1,
+    turns_since_landed: 0,
+    last_landed_at: null,
+    context_tokens: 0,
+    ...over,
   };
 }
 
