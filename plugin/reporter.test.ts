@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Heartbeat, type ProgressMessage, parseProgressBody } from "../shared/index.ts";
+import { heartbeatSession } from "../test/helpers/wire-fixtures.ts";
 import { type Receiver, startReceiver } from "./_test-receiver.ts";
 import { outcomeOf, Reporter } from "./reporter.ts";
 
@@ -231,17 +232,7 @@ describe("Reporter under the router's body limit", () => {
       for (let i = 0; i < 60; i++) r.enqueue(tick(i));
       r.enqueue({
         ...beat(1),
-        sessions: Array.from({ length: 80 }, (_, i) => ({
-          session_id: `ses_${i}`,
-          parent_id: null,
-          root_id: `ses_${i}`,
-          agent: "build",
-          verdict: "ok" as const,
-          turns: 1,
-          turns_since_landed: 0,
-          last_landed_at: null,
-          context_tokens: 0,
-        })),
+        sessions: Array.from({ length: 80 }, (_, i) => heartbeatSession(`ses_${i}`)),
       });
       await expect.poll(() => r.pending, { timeout: 5000 }).toBe(0);
       expect(r.stats).toMatchObject({ rejected: 0, dropped: 0 });

@@ -6,30 +6,16 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { BreakerResponse } from "../api/schemas.ts";
+import { byName, issuesOf, validBody } from "../server/admin-body.ts";
 import type { BreakerService } from "./service.ts";
 
-const resumeSchema = z.strictObject({
-  by: z
-    .string()
-    .min(1)
-    .max(100)
-    .regex(/^[\x20-\x7e]+$/, "printable ASCII")
-    .optional(),
-});
+const resumeSchema = z.strictObject({ by: byName.optional() });
 const modelSchema = z
   .string()
   .min(1)
   .max(256)
   .regex(/^[\x21-\x7e]+$/, "printable ASCII without spaces");
 const limitSchema = z.coerce.number().int().min(1).max(1000);
-
-function issuesOf(error: z.ZodError): string[] {
-  return error.issues.flatMap((i) =>
-    i.code === "unrecognized_keys"
-      ? i.keys.map((k) => `${[...i.path, k].join(".")}: unknown field`)
-      : [`${i.path.join(".") || "(root)"}: ${i.message}`],
-  );
-}
 
 export function breakerRoutes(service: BreakerService): Hono {
   const app = new Hono();
@@ -45,18 +31,9 @@ export function breakerRoutes(service: BreakerService): Hono {
   app.post("/api/breaker/:model/resume", async (c) => {
     const model = modelSchema.safeParse(c.req.param("model"));
     if (!model.success) return c.json({ error: "invalid model", issues: issuesOf(model.error) }, 400);
-    const text = await c.req.text();
-    let body: unknown = {};
-    if (text.trim() !== "") {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
-      }
-    }
-    const parsed = resumeSchema.safeParse(body);
-    if (!parsed.success) return c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400);
-    const by = parsed.data.by ?? "admin";
+    const body = await validBody(c, resumeSchema);
+    if (!body.ok) return body.answer;
+    const by = body.data.by ?? "admin";
     const s = service.resume(model.data, by);
     return c.json({ model: s.model, phase: s.phase, by, at: s.resumedAt });
   });

@@ -98,26 +98,16 @@ describe("breaker trip rule", () => {
   it("respects min_sessions and min_traffic", () => {
     const bad = ids("b", 3);
     const served = [...serve("bad", bad), ...serve("good", ids("g", 6))];
-    const two = modelRates(
-      served,
-      bad.slice(0, 2).map((s) => stall(s)),
-      rule,
-      now,
-    );
-    expect(two.find((r) => r.model === "bad")?.trip).toBe(false);
-    const three = modelRates(
-      served,
-      bad.map((s) => stall(s)),
-      rule,
-      now,
-    );
-    expect(three.find((r) => r.model === "bad")?.trip).toBe(true);
-    const strict = modelRates(
-      served,
-      bad.map((s) => stall(s)),
-      { ...rule, minTraffic: 4 },
-      now,
-    );
-    expect(strict.find((r) => r.model === "bad")?.trip).toBe(false);
+    // Whether "bad" trips with these of its sessions stalled.
+    const badTrips = (stalled: string[], r = rule) =>
+      modelRates(
+        served,
+        stalled.map((s) => stall(s)),
+        r,
+        now,
+      ).find((x) => x.model === "bad")?.trip;
+    expect(badTrips(bad.slice(0, 2))).toBe(false);
+    expect(badTrips(bad)).toBe(true);
+    expect(badTrips(bad, { ...rule, minTraffic: 4 })).toBe(false);
   });
 });

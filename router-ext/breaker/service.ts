@@ -11,6 +11,7 @@
 import { type Config, formatDuration } from "../../shared/index.ts";
 import type { BreakerModelView } from "../api/schemas.ts";
 import type { Alert } from "../notify/types.ts";
+import { metricLines, promText } from "../prom-text.ts";
 import { type ModelRate, modelRates, type TripRule } from "./rule.ts";
 import { type Backoff, type BreakerPhase, closedState, fallbackFor, tick, trip } from "./state.ts";
 import type { BreakerStore, StoredState, TripRecord } from "./store.ts";
@@ -44,10 +45,6 @@ export interface ModelRoute {
 }
 
 const PHASE_VALUE: Record<BreakerPhase, number> = { closed: 0, half_open: 1, open: 2 };
-
-function esc(v: string): string {
-  return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
-}
 
 function round(n: number): number {
   return Number.isFinite(n) ? Math.round(n * 1e4) / 1e4 : 0;
@@ -275,21 +272,21 @@ export class BreakerService {
 
   /** Prometheus text: the phase per model (0 closed, 1 half_open, 2 open). */
   metrics(now = this.now()): string {
-    const lines = [
-      "# HELP stallguard_breaker_state Behaviour breaker phase per model: 0 closed, 1 half_open, 2 open.",
-      "# TYPE stallguard_breaker_state gauge",
-    ];
-    for (const s of [...this.states.values()].sort((a, b) => a.model.localeCompare(b.model))) {
-      lines.push(`stallguard_breaker_state{model="${esc(s.model)}"} ${PHASE_VALUE[tick(s, now).phase]}`);
-    }
-    lines.push(
-      "# HELP stallguard_breaker_trips Trips since the model was last closed.",
-      "# TYPE stallguard_breaker_trips gauge",
-    );
-    for (const s of [...this.states.values()].sort((a, b) => a.model.localeCompare(b.model))) {
-      lines.push(`stallguard_breaker_trips{model="${esc(s.model)}"} ${s.trips}`);
-    }
-    return `${lines.join("\n")}\n`;
+    const states = [...this.states.values()].sort((a, b) => a.model.localeCompare(b.model));
+    return promText([
+      ...metricLines(
+        "stallguard_breaker_state",
+        "gauge",
+        "Behaviour breaker phase per model: 0 closed, 1 half_open, 2 open.",
+        states.map((s) => [{ model: s.model }, PHASE_VALUE[tick(s, now).phase]]),
+      ),
+      ...metricLines(
+        "stallguard_breaker_trips",
+        "gauge",
+        "Trips since the model was last closed.",
+        states.map((s) => [{ model: s.model }, s.trips]),
+      ),
+    ]);
   }
 
   /** Ticks and evaluates periodically (unref'd); returns a stop function. */

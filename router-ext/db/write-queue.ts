@@ -5,6 +5,7 @@
 // retried on a timer; while the queue holds anything, new writes join it
 // without trying (the lock is known to be held), so the event loop stays free.
 // The queue is bounded (oldest dropped, counted) and reported on /metrics.
+import { single } from "../prom-text.ts";
 
 export interface WriteQueueStats {
   pending: number;
@@ -85,19 +86,29 @@ export class WriteQueue {
   }
 
   render(): string[] {
+    const counter = (name: string, help: string, value: number) => single(name, "counter", help, value);
     return [
-      "# HELP stallguard_store_pending_writes Writes waiting for the database's write lock.",
-      "# TYPE stallguard_store_pending_writes gauge",
-      `stallguard_store_pending_writes ${this.queue.length}`,
-      "# HELP stallguard_store_busy_total Writes that found the write lock held by another process.",
-      "# TYPE stallguard_store_busy_total counter",
-      `stallguard_store_busy_total ${this.stats.busy}`,
-      "# HELP stallguard_store_retried_writes_total Queued writes done on a later try.",
-      "# TYPE stallguard_store_retried_writes_total counter",
-      `stallguard_store_retried_writes_total ${this.stats.retried}`,
-      "# HELP stallguard_store_dropped_writes_total Queued writes dropped because the queue was full.",
-      "# TYPE stallguard_store_dropped_writes_total counter",
-      `stallguard_store_dropped_writes_total ${this.stats.dropped}`,
+      ...single(
+        "stallguard_store_pending_writes",
+        "gauge",
+        "Writes waiting for the database's write lock.",
+        this.queue.length,
+      ),
+      ...counter(
+        "stallguard_store_busy_total",
+        "Writes that found the write lock held by another process.",
+        this.stats.busy,
+      ),
+      ...counter(
+        "stallguard_store_retried_writes_total",
+        "Queued writes done on a later try.",
+        this.stats.retried,
+      ),
+      ...counter(
+        "stallguard_store_dropped_writes_total",
+        "Queued writes dropped because the queue was full.",
+        this.stats.dropped,
+      ),
     ];
   }
 

@@ -145,6 +145,14 @@ describe("gate proxy (real upstream, real hono server)", () => {
     store = new MemoryGateStore();
     gate = await serveGate({ ...opts(), ...over, store });
   };
+  // A JSON POST to the gate's chat completions route, with the test client key.
+  const complete = (headers: Record<string, string>, body: BodyInit, init: RequestInit = {}) =>
+    fetch(`${gate.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+      ...init,
+    });
 
   test("streams chunk by chunk: the first chunk reaches the client before the upstream sends the rest", async () => {
     await start();
@@ -153,11 +161,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
       release = r;
     });
     up.handler = streamingHandler(released);
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-router-conversation": "ses_stream" },
-      body: chat({ stream: true }),
-    });
+    const res = await complete({ "x-router-conversation": "ses_stream" }, chat({ stream: true }));
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const reader = must(res.body).getReader();
@@ -197,11 +201,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     await start();
     up.handler = streamingHandler();
     const sent = chat({ stream: true, stream_options: { include_usage: true } });
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "ses_own_usage" },
-      body: sent,
-    });
+    const res = await complete({ "x-session-id": "ses_own_usage" }, sent);
     const text = await res.text();
     expect(up.seen[0]?.body).toBe(sent); // not rewritten
     const expected =
@@ -227,11 +227,10 @@ describe("gate proxy (real upstream, real hono server)", () => {
     up.handler = (_req, res) => {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
     };
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-router-conversation": "ses_json" },
-      body: JSON.stringify({ model: "m-nocache", messages: [] }),
-    });
+    const res = await complete(
+      { "x-router-conversation": "ses_json" },
+      JSON.stringify({ model: "m-nocache", messages: [] }),
+    );
     expect(await res.json()).toEqual(answer);
     expect(up.seen[0]?.path).toBe("/v1/chat/completions");
     const [rec] = await store.waitRecords(1);
@@ -243,12 +242,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     await start({ refusal: { status: 429, retry_after_s: 30 } });
     up.handler = streamingHandler();
     store.refuseSession("ses_stuck", "looping: read src/app.ts x21");
-    const ask = (conv: string) =>
-      fetch(`${gate.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-router-conversation": conv },
-        body: chat({ stream: true }),
-      });
+    const ask = (conv: string) => complete({ "x-router-conversation": conv }, chat({ stream: true }));
     const refused = await ask("ses_stuck");
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("30");
@@ -327,12 +321,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     up.handler = (_req, res) => {
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
     };
-    const send = (headers: Record<string, string>) =>
-      fetch(`${gate.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...headers },
-        body: chat(),
-      }).then((r) => r.text());
+    const send = (headers: Record<string, string>) => complete(headers, chat()).then((r) => r.text());
     await send({ "x-session-id": "ses_a", "x-parent-session-id": "ses_p" });
     await send({
       "x-session-id": "ses_a",
@@ -463,11 +452,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     await start({ maxBodyBytes: 2048 });
     up.handler = streamingHandler();
     const big = chat({ pad: "x".repeat(4096) });
-    const a = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "ses_big" },
-      body: big,
-    });
+    const a = await complete({ "x-session-id": "ses_big" }, big);
     expect(a.status).toBe(413);
     expect((await a.json()).error.code).toBe("request_too_large");
     // Chunked (no content-length): the cap is enforced while reading.
@@ -493,11 +478,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     const deadUrl = dead.url;
     await dead.close();
     await start({ upstream: deadUrl });
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "ses_down" },
-      body: chat({ stream: true }),
-    });
+    const res = await complete({ "x-session-id": "ses_down" }, chat({ stream: true }));
     expect(res.status).toBe(502);
     const body = await res.json();
     expect(body.error.code).toBe("upstream_unreachable");
@@ -510,11 +491,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
   test("a hanging upstream: 504 after the timeout", async () => {
     await start({ timeoutMs: 300 });
     up.handler = () => {}; // never answers
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "ses_hang" },
-      body: chat(),
-    });
+    const res = await complete({ "x-session-id": "ses_hang" }, chat());
     expect(res.status).toBe(504);
     expect((await res.json()).error.code).toBe("upstream_timeout");
     expect(up.seen).toHaveLength(1);
@@ -527,11 +504,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
       res.write(chunkLine(delta("first ")));
       // then silence
     };
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "ses_silent" },
-      body: chat({ stream: true }),
-    });
+    const res = await complete({ "x-session-id": "ses_silent" }, chat({ stream: true }));
     expect(res.status).toBe(200);
     await expect(res.text()).rejects.toThrow();
     const [rec] = await store.waitRecords(1);
@@ -552,11 +525,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
       res.write(chunkLine(delta("first ")));
       setTimeout(() => res.socket?.destroy(), 50);
     };
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "ses_broken" },
-      body: chat({ stream: true }),
-    });
+    const res = await complete({ "x-session-id": "ses_broken" }, chat({ stream: true }));
     expect(res.status).toBe(200);
     await expect(res.text()).rejects.toThrow();
     const [rec] = await store.waitRecords(1);
@@ -598,11 +567,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     await start({ maxBodyBytes: 8 * 1024 * 1024 });
     up.handler = streamingHandler();
     const pad = "y".repeat(3 * 1024 * 1024);
-    const res = await fetch(`${gate.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "ses_huge" },
-      body: chat({ pad, stream: true }),
-    });
+    const res = await complete({ "x-session-id": "ses_huge" }, chat({ pad, stream: true }));
     expect(res.status).toBe(200);
     expect(await res.text()).not.toContain('"usage"');
     const sent = JSON.parse(must(up.seen[0]).body);
@@ -663,17 +628,18 @@ describe("gate metrics", () => {
     m.observeOverhead(0.3);
     m.observeOverhead(7);
     const text = m.render();
-    expect(text).toContain(
+    for (const part of [
       "# TYPE stallguard_gate_requests_total counter\nstallguard_gate_requests_total 2\n",
-    );
-    expect(text).toContain('stallguard_gate_refusals_total{scope="tree"} 1');
-    expect(text).toContain('stallguard_gate_refusals_total{scope="session"} 0');
-    expect(text).toContain('stallguard_gate_upstream_errors_total{kind="timeout"} 1');
-    expect(text).toContain("# TYPE stallguard_gate_overhead_seconds histogram");
-    expect(text).toContain('stallguard_gate_overhead_seconds_bucket{le="0.0005"} 1');
-    expect(text).toContain('stallguard_gate_overhead_seconds_bucket{le="0.01"} 2');
-    expect(text).toContain('stallguard_gate_overhead_seconds_bucket{le="+Inf"} 2');
-    expect(text).toContain("stallguard_gate_overhead_seconds_count 2");
+      'stallguard_gate_refusals_total{scope="tree"} 1',
+      'stallguard_gate_refusals_total{scope="session"} 0',
+      'stallguard_gate_upstream_errors_total{kind="timeout"} 1',
+      "# TYPE stallguard_gate_overhead_seconds histogram",
+      'stallguard_gate_overhead_seconds_bucket{le="0.0005"} 1',
+      'stallguard_gate_overhead_seconds_bucket{le="0.01"} 2',
+      'stallguard_gate_overhead_seconds_bucket{le="+Inf"} 2',
+      "stallguard_gate_overhead_seconds_count 2",
+    ])
+      expect(text).toContain(part);
     for (const line of text.trim().split("\n")) {
       expect(line).toMatch(/^(# (HELP|TYPE) \S+ .+|[a-z_]+(\{[a-z]+="[^"]+"\})? [0-9.e+-]+)$/);
     }

@@ -2,6 +2,7 @@
  * The gate's Prometheus counters. render() gives text exposition format
  * (HELP/TYPE lines), which the server appends to its /metrics answer.
  */
+import { metricLines, promText, type Sample, single } from "../prom-text.ts";
 
 export type RefusalScope = "session" | "tree";
 export type UpstreamErrorKind = "unreachable" | "timeout" | "stream" | "no_upstream";
@@ -69,40 +70,55 @@ export function createGateMetrics(): GateMetrics {
     spend: (usd) => {
       if (Number.isFinite(usd) && usd > 0) spendUsd += usd;
     },
-    render: () => {
-      const lines: string[] = [
-        "# HELP stallguard_gate_requests_total Requests received by the gate on /v1/*.",
-        "# TYPE stallguard_gate_requests_total counter",
-        `stallguard_gate_requests_total ${requests}`,
-        "# HELP stallguard_gate_unauthorized_total Requests refused for a missing or unknown client key (401).",
-        "# TYPE stallguard_gate_unauthorized_total counter",
-        `stallguard_gate_unauthorized_total ${unauthorized}`,
-        "# HELP stallguard_gate_refusals_total Requests the gate refused, by refusal scope.",
-        "# TYPE stallguard_gate_refusals_total counter",
-        ...(Object.keys(refusals) as RefusalScope[]).map(
-          (k) => `stallguard_gate_refusals_total{scope="${k}"} ${refusals[k]}`,
+    render: () =>
+      promText([
+        ...single(
+          "stallguard_gate_requests_total",
+          "counter",
+          "Requests received by the gate on /v1/*.",
+          requests,
         ),
-        "# HELP stallguard_gate_upstream_errors_total Upstream failures seen by the gate, by kind.",
-        "# TYPE stallguard_gate_upstream_errors_total counter",
-        ...(Object.keys(upstream) as UpstreamErrorKind[]).map(
-          (k) => `stallguard_gate_upstream_errors_total{kind="${k}"} ${upstream[k]}`,
+        ...single(
+          "stallguard_gate_unauthorized_total",
+          "counter",
+          "Requests refused for a missing or unknown client key (401).",
+          unauthorized,
         ),
-        "# HELP stallguard_gate_store_errors_total Store failures on decide (the request was let through).",
-        "# TYPE stallguard_gate_store_errors_total counter",
-        `stallguard_gate_store_errors_total ${storeErrors}`,
-        "# HELP stallguard_gate_spend_usd_total Dollars of model spend seen in upstream usage (priced models only).",
-        "# TYPE stallguard_gate_spend_usd_total counter",
-        `stallguard_gate_spend_usd_total ${spendUsd}`,
-        "# HELP stallguard_gate_overhead_seconds Time the gate adds before the response head (total minus upstream).",
-        "# TYPE stallguard_gate_overhead_seconds histogram",
-        ...OVERHEAD_BUCKETS_S.map(
-          (b, i) => `stallguard_gate_overhead_seconds_bucket{le="${b}"} ${buckets[i]}`,
+        ...metricLines(
+          "stallguard_gate_refusals_total",
+          "counter",
+          "Requests the gate refused, by refusal scope.",
+          (Object.keys(refusals) as RefusalScope[]).map((k) => [{ scope: k }, refusals[k]]),
         ),
-        `stallguard_gate_overhead_seconds_bucket{le="+Inf"} ${count}`,
-        `stallguard_gate_overhead_seconds_sum ${sum}`,
-        `stallguard_gate_overhead_seconds_count ${count}`,
-      ];
-      return `${lines.join("\n")}\n`;
-    },
+        ...metricLines(
+          "stallguard_gate_upstream_errors_total",
+          "counter",
+          "Upstream failures seen by the gate, by kind.",
+          (Object.keys(upstream) as UpstreamErrorKind[]).map((k) => [{ kind: k }, upstream[k]]),
+        ),
+        ...single(
+          "stallguard_gate_store_errors_total",
+          "counter",
+          "Store failures on decide (the request was let through).",
+          storeErrors,
+        ),
+        ...single(
+          "stallguard_gate_spend_usd_total",
+          "counter",
+          "Dollars of model spend seen in upstream usage (priced models only).",
+          spendUsd,
+        ),
+        ...metricLines(
+          "stallguard_gate_overhead_seconds",
+          "histogram",
+          "Time the gate adds before the response head (total minus upstream).",
+          [
+            ...OVERHEAD_BUCKETS_S.map((b, i): Sample => [{ le: String(b) }, buckets[i] ?? 0, "_bucket"]),
+            [{ le: "+Inf" }, count, "_bucket"],
+            [{}, sum, "_sum"],
+            [{}, count, "_count"],
+          ],
+        ),
+      ]),
   };
 }

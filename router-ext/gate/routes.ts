@@ -72,32 +72,24 @@ export function gateRoutes(opts: GateOptions): Hono {
   const doFetch = opts.fetchImpl ?? fetch;
   const log = opts.log ?? (() => {});
 
-  const decide = async (identity: GateIdentity): Promise<GateDecision> => {
+  // Fail open: a broken store must not stop all model traffic. Counted and logged.
+  const ask = async (question: "decide" | "peek", identity: GateIdentity): Promise<GateDecision> => {
     try {
-      return await opts.store.decide(identity);
+      return await opts.store[question](identity);
     } catch (err) {
-      // Fail open: a broken store must not stop all model traffic. Counted and logged.
       metrics.storeError();
-      log(`gate: store.decide failed (${errorCode(err)}); request let through`);
+      log(`gate: store.${question} failed (${errorCode(err)}); request let through`);
       return { refused: false, scope: null, reason: null, rootId: null };
     }
   };
+  const decide = (identity: GateIdentity) => ask("decide", identity);
+  const peek = (identity: GateIdentity) => ask("peek", identity);
 
   const record = async (r: RequestRecord): Promise<void> => {
     try {
       await opts.store.recordRequest(r);
     } catch (err) {
       log(`gate: store.recordRequest failed (${errorCode(err)})`);
-    }
-  };
-
-  const peek = async (identity: GateIdentity): Promise<GateDecision> => {
-    try {
-      return await opts.store.peek(identity);
-    } catch (err) {
-      metrics.storeError();
-      log(`gate: store.peek failed (${errorCode(err)}); request let through`);
-      return { refused: false, scope: null, reason: null, rootId: null };
     }
   };
 

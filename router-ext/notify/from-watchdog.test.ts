@@ -17,37 +17,40 @@ function run(ticks: Array<TickView | null>) {
 }
 
 describe("blindAlert", () => {
-  test("blind while opencode runs: one trigger per spell, one resolve when it reads again", () => {
-    expect(
-      run([
-        { at: 1, servers: 1, blind: false },
-        { at: 2, servers: 1, blind: true },
-        { at: 3, servers: 2, blind: true },
-        { at: 4, servers: 1, blind: true },
-        { at: 5, servers: 1, blind: false },
-        { at: 6, servers: 1, blind: true },
-      ]),
-    ).toEqual(["trigger@2", "resolve@5", "trigger@6"]);
-  });
-
-  test("no opencode server at all is not an alarm", () => {
-    expect(
-      run([
-        { at: 1, servers: 0, blind: true },
-        { at: 2, servers: 0, blind: true },
-      ]),
-    ).toEqual([]);
-  });
-
-  test("a raised alert stays raised while opencode goes away and comes back blind", () => {
-    expect(
-      run([
-        { at: 1, servers: 1, blind: true },
-        { at: 2, servers: 0, blind: true },
-        { at: 3, servers: 1, blind: true },
-        { at: 4, servers: 0, blind: false },
-      ]),
-    ).toEqual(["trigger@1", "resolve@4"]);
+  // Ticks as [at, servers, blind]; each row is a sequence and the alerts it raises.
+  test.each<[string, Array<[number, number, boolean]>, string[]]>([
+    [
+      "blind while opencode runs: one trigger per spell, one resolve when it reads again",
+      [
+        [1, 1, false],
+        [2, 1, true],
+        [3, 2, true],
+        [4, 1, true],
+        [5, 1, false],
+        [6, 1, true],
+      ],
+      ["trigger@2", "resolve@5", "trigger@6"],
+    ],
+    [
+      "no opencode server at all is not an alarm",
+      [
+        [1, 0, true],
+        [2, 0, true],
+      ],
+      [],
+    ],
+    [
+      "a raised alert stays raised while opencode goes away and comes back blind",
+      [
+        [1, 1, true],
+        [2, 0, true],
+        [3, 1, true],
+        [4, 0, false],
+      ],
+      ["trigger@1", "resolve@4"],
+    ],
+  ])("%s", (_name, ticks, alerts) => {
+    expect(run(ticks.map(([at, servers, blind]) => ({ at, servers, blind })))).toEqual(alerts);
   });
 
   test("a stale tick (older than the freshness bound) raises nothing", () => {

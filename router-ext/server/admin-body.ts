@@ -29,3 +29,20 @@ export async function jsonBody(c: Context): Promise<{ ok: true; value: unknown }
     return { ok: false };
   }
 }
+
+/** An admin write body read and validated, or the 400 answer to send instead. */
+export async function validBody<T>(
+  c: Context,
+  schema: z.ZodType<T>,
+): Promise<{ ok: true; data: T } | { ok: false; answer: Response }> {
+  const body = await jsonBody(c);
+  if (!body.ok)
+    return {
+      ok: false,
+      answer: c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400),
+    };
+  const parsed = schema.safeParse(body.value);
+  if (!parsed.success)
+    return { ok: false, answer: c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400) };
+  return { ok: true, data: parsed.data };
+}

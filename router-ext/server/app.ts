@@ -23,7 +23,7 @@ import { schemaVersion } from "../db/migrations.ts";
 import type { IngestResult, Store } from "../db/store.ts";
 import { isBusy } from "../db/write-queue.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
-import { byName, issuesOf, jsonBody } from "./admin-body.ts";
+import { byName, issuesOf, jsonBody, validBody } from "./admin-body.ts";
 import { browserGuard } from "./browser-guard.ts";
 import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews } from "./knobs.ts";
 import type { LiveConfig } from "./live-config.ts";
@@ -245,11 +245,9 @@ export function createApp(deps: AppDeps): Hono {
   const treeAction = (state: "stopped" | "running") => async (c: Context) => {
     const root = rootIdSchema.safeParse(c.req.param("root"));
     if (!root.success) return c.json({ error: "invalid tree id", issues: issuesOf(root.error) }, 400);
-    const body = await jsonBody(c);
-    if (!body.ok) return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
-    const parsed = treeActionSchema.safeParse(body.value);
-    if (!parsed.success) return c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400);
-    const by = parsed.data.by ?? "admin";
+    const body = await validBody(c, treeActionSchema);
+    if (!body.ok) return body.answer;
+    const by = body.data.by ?? "admin";
     const at = now();
     store.setRefusal("tree", root.data, state, by, at, state === "stopped" ? "admin Stop" : "admin Resume");
     log(`tree ${root.data}: ${state === "stopped" ? "stopped" : "resumed"} by ${by}`);

@@ -1,6 +1,7 @@
 // Requests refused before any credential or body was accepted (no or a wrong
 // token, a foreign Origin or Host, a non-JSON body). Counted in memory only:
 // a refused request must not be able to write to the database.
+import { metricLines } from "../prom-text.ts";
 
 export class Rejections {
   private readonly counts = new Map<string, number>();
@@ -11,14 +12,14 @@ export class Rejections {
   }
 
   render(): string[] {
-    const lines = [
-      "# HELP stallguard_refused_requests_total Requests refused for their credential, Origin, Host or content type.",
-      "# TYPE stallguard_refused_requests_total counter",
-    ];
-    for (const [key, n] of [...this.counts].sort()) {
-      const [path, reason] = key.split("\u0000");
-      lines.push(`stallguard_refused_requests_total{path="${path}",reason="${reason}"} ${n}`);
-    }
-    return lines;
+    return metricLines(
+      "stallguard_refused_requests_total",
+      "counter",
+      "Requests refused for their credential, Origin, Host or content type.",
+      [...this.counts].sort().map(([key, n]) => {
+        const [path = "", reason = ""] = key.split("\u0000");
+        return [{ path, reason }, n];
+      }),
+    );
   }
 }

@@ -5,7 +5,7 @@
 // exported as calibrate labels; the detail answer carries what the page draws.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Heartbeat } from "../../shared/index.ts";
-import { signals, transition } from "../../test/helpers/wire-fixtures.ts";
+import { loopEvidence, signals, transition } from "../../test/helpers/wire-fixtures.ts";
 import { served } from "../breaker/testing.ts";
 import { openDatabase } from "../db/open.ts";
 import { Store } from "../db/store.ts";
@@ -92,14 +92,7 @@ describe("session page API and marks", () => {
         top_target: "read src/app.ts",
         top_target_count: 14,
         signals: signals({ fail_streak: 3, context_tokens: 5000 }),
-        evidence: {
-          top_targets: [
-            { target: "read src/app.ts", count: 14 },
-            { target: "bash npm test", count: 3 },
-          ],
-          same_result: { target: "read src/app.ts", count: 14 },
-          fail_target: "npm test",
-        },
+        evidence: loopEvidence("read src/app.ts"),
         report: "[stallguard] A sub-agent is looping.",
       }),
     ]);

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { type MarkResponse, markKinds, type SessionDetail } from "../api/session-detail.ts";
 import type { Store } from "../db/store.ts";
-import { byName, issuesOf, jsonBody } from "./admin-body.ts";
+import { byName, issuesOf, validBody } from "./admin-body.ts";
 import type { LiveConfig } from "./live-config.ts";
 
 const sessionIdSchema = z.string().min(1).max(200);
@@ -43,16 +43,14 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
   app.post("/api/sessions/:id/mark", async (c) => {
     const id = sessionIdSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
-    const body = await jsonBody(c);
-    if (!body.ok) return c.json({ error: "body is not JSON", issues: ["(root): invalid JSON"] }, 400);
-    const parsed = markSchema.safeParse(body.value);
-    if (!parsed.success) return c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400);
-    const by = parsed.data.by ?? "admin";
+    const body = await validBody(c, markSchema);
+    if (!body.ok) return body.answer;
+    const { kind, by = "admin" } = body.data;
     const at = d.now();
-    const r = d.store.mark(id.data, parsed.data.kind, by, at);
+    const r = d.store.mark(id.data, kind, by, at);
     if (!r.ok) return c.json({ error: r.error }, r.status);
     d.log(
-      `session ${id.data}: marked ${parsed.data.kind.replace("_", " ")} by ${by}${r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : ""}`,
+      `session ${id.data}: marked ${kind.replace("_", " ")} by ${by}${r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : ""}`,
     );
     return c.json({
       session_id: id.data,

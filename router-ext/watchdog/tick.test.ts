@@ -46,35 +46,29 @@ function assistant(sessionId: string, t: number, agent: string, part: Json): Jso
   };
 }
 
-function readPart(t: number, path: string): Json {
+/** A completed tool part as opencode stores it, timed just after its message at `t`. */
+function toolPart(
+  t: number,
+  tool: string,
+  callID: string,
+  input: Json,
+  output: string,
+  metadata: Json = {},
+): Json {
   return {
     type: "tool",
-    tool: "read",
-    callID: `r${t}`,
-    state: {
-      status: "completed",
-      input: { filePath: path },
-      output: "file body",
-      metadata: {},
-      time: { start: t + 1, end: t + 2 },
-    },
+    tool,
+    callID,
+    state: { status: "completed", input, output, metadata, time: { start: t + 1, end: t + 2 } },
   };
 }
 
-function editPart(t: number, path: string, n: number): Json {
-  return {
-    type: "tool",
-    tool: "edit",
-    callID: `e${t}`,
-    state: {
-      status: "completed",
-      input: { filePath: path, oldString: `v${n}`, newString: `v${n + 1}` },
-      output: "",
-      metadata: { diff: `--- a${path}\n+++ b${path}\n@@ -1 +1 @@\n-v${n}\n+v${n + 1}\n` },
-      time: { start: t + 1, end: t + 2 },
-    },
-  };
-}
+const readPart = (t: number, path: string) => toolPart(t, "read", `r${t}`, { filePath: path }, "file body");
+
+const editPart = (t: number, path: string, n: number) =>
+  toolPart(t, "edit", `e${t}`, { filePath: path, oldString: `v${n}`, newString: `v${n + 1}` }, "", {
+    diff: `--- a${path}\n+++ b${path}\n@@ -1 +1 @@\n-v${n}\n+v${n + 1}\n`,
+  });
 
 /** A session that reads the same file `n` times, one call per step. */
 function readLoop(id: string, start: number, n: number, opts: { parentID?: string; agent?: string } = {}) {

@@ -302,6 +302,9 @@ describe("stored adapter never crashes on malformed data", () => {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
     return seed / 0x7fffffff;
   };
+  // The named keys of an opencode record, each holding junk one level deeper.
+  const fields = (depth: number, ...keys: string[]) =>
+    Object.fromEntries(keys.map((k) => [k, junk(depth + 1)]));
   const junk = (depth = 0): unknown => {
     const r = Math.floor(rand() * 12);
     if (depth > 3) return r % 2 ? null : "x";
@@ -321,31 +324,18 @@ describe("stored adapter never crashes on malformed data", () => {
       case 6:
         return [junk(depth + 1), junk(depth + 1)];
       case 7:
-        return { type: "tool", tool: junk(depth + 1), state: junk(depth + 1) };
+        return { type: "tool", ...fields(depth, "tool", "state") };
       case 8:
         return {
           status: rand() > 0.5 ? "completed" : "error",
-          input: junk(depth + 1),
-          metadata: junk(depth + 1),
-          time: junk(depth + 1),
+          ...fields(depth, "input", "metadata", "time"),
         };
       case 9:
-        return {
-          command: junk(depth + 1),
-          filePath: junk(depth + 1),
-          diff: junk(depth + 1),
-          exit: junk(depth + 1),
-          files: junk(depth + 1),
-        };
+        return fields(depth, "command", "filePath", "diff", "exit", "files");
       case 10:
-        return {
-          role: rand() > 0.5 ? "user" : "assistant",
-          agent: junk(depth + 1),
-          time: junk(depth + 1),
-          tokens: junk(depth + 1),
-        };
+        return { role: rand() > 0.5 ? "user" : "assistant", ...fields(depth, "agent", "time", "tokens") };
       default:
-        return { type: "text", text: junk(depth + 1), synthetic: junk(depth + 1), metadata: junk(depth + 1) };
+        return { type: "text", ...fields(depth, "text", "synthetic", "metadata") };
     }
   };
   const realTool = () => ({

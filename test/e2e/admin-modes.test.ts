@@ -1,17 +1,7 @@
-// auto_recover as the admin sees it, in real headless Chromium against the real
-// server and gate: a session the mode cannot act on (no live plugin: only the
-// watchdog saw it) is marked so in the Sessions readout; a hard stop
-// (max_recoveries reached) refuses the whole tree at the gate, counted once
-// per conversation however often the client retries, until Resume is clicked
-// in the page; then the gate lets the tree through again.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { type Json, useAdminEnv } from "../helpers/admin-browser.ts";
+import { artifact, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
 
-const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const TOKEN = "admin-modes-token-0123456789";
 const ROOT = "ses_modes_root";
 const WORKER = "ses_modes_worker";
@@ -80,8 +70,7 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
     const tree = page.locator(`tbody[data-root="${ROOT}"]`);
     await tree.locator('[data-state="stopped"]').waitFor();
     expect(await tree.locator(`tr[data-session="${WORKER}"]`).getAttribute("data-verdict")).toBe("looping");
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, "admin-hard-stop.png") });
+    await page.screenshot({ path: artifact("admin-hard-stop.png") });
 
     await tree.locator("button.resume").click();
     await tree.locator('[data-state="running"]').waitFor();
@@ -89,7 +78,7 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
     expect(again.status).toBe(200);
     expect(again.body.choices[0].message.content).toBe("running again");
     expect(env.model.requests).toHaveLength(1);
-    await page.screenshot({ path: join(ARTIFACTS, "admin-hard-stop-resumed.png") });
+    await page.screenshot({ path: artifact("admin-hard-stop-resumed.png") });
     await page.close();
     expect(env.problems).toEqual([]);
   });

@@ -1,16 +1,7 @@
-// The admin page in real headless Chromium against the real server: a seeded
-// looping tree shows up with its verdict and top target, its session page has
-// the incident report, Resume lifts the admin Stop (checked through the API
-// and at the gate), the token survives in IndexedDB, a bad token gets a clear
-// 401, and a knob edit on the Knobs page round-trips through PUT /api/knobs.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { type Json, useAdminEnv } from "../helpers/admin-browser.ts";
+import { artifact, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
 import { signals, transition } from "../helpers/wire-fixtures.ts";
 
-const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const TOKEN = "admin-e2e-token-0123456789";
 const ROOT = "ses_admin_root";
 const CHILD = "ses_admin_child";
@@ -81,9 +72,7 @@ describe("admin page (real Chromium, real server)", () => {
     expect(await page.locator(`tbody[data-root="${OTHER}"] [data-state]`).getAttribute("data-state")).toBe(
       "running",
     );
-
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, "admin-sessions.png") });
+    await page.screenshot({ path: artifact("admin-sessions.png") });
     // The session page (a click on the session) has the incident report; back to the readout.
     await child.locator("a.session-link").click();
     expect(await page.locator("#session-report").textContent()).toBe(report);
@@ -108,7 +97,7 @@ describe("admin page (real Chromium, real server)", () => {
     const clientRow = page.locator('#clients tr[data-client="default"]');
     await expect.poll(() => clientRow.locator("td").nth(1).textContent(), { timeout: 10_000 }).toBe("2");
     expect(await clientRow.locator("td").nth(2).textContent()).toBe("1");
-    await page.screenshot({ path: join(ARTIFACTS, "admin-sessions-resumed.png") });
+    await page.screenshot({ path: artifact("admin-sessions-resumed.png") });
 
     // Auto-refresh: a verdict reported while the page is open shows up without a click.
     await api(
@@ -175,7 +164,7 @@ describe("admin page (real Chromium, real server)", () => {
       .toBe("saved");
     expect(await page.locator('[data-excluded="server.port"] td.desc').textContent()).not.toBe("");
 
-    await page.screenshot({ path: join(ARTIFACTS, "admin-knobs.png"), fullPage: true });
+    await page.screenshot({ path: artifact("admin-knobs.png"), fullPage: true });
 
     // Notifier panel (the "Alerts and breaker" page): the test button reports the delivery
     // result (no session D-Bus here, so it fails and says so), and the enabled toggle is PATCHed.

@@ -7,17 +7,15 @@
 // readout, counted on /metrics, and the gate lets the tree through again: the
 // same opencode session runs its next turn. Screenshots of the readout and
 // the session page are written to test-artifacts/ on every run.
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Json, launchChromium } from "../helpers/admin-browser.ts";
+import { artifact, type Json, launchChromium } from "../helpers/admin-browser.ts";
 import { type ModelReply, scriptRouter } from "../helpers/model-server.ts";
 import type { EventStream } from "../helpers/opencode.ts";
 import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
 
-const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const ADMIN = "admin-session-e2e-admin-token";
 const TOKEN = "admin-session-e2e-plugin-token";
 
@@ -109,8 +107,7 @@ describe("a flagged session's page and False alarm (real opencode, real Chromium
     await row.waitFor();
     expect(await row.getAttribute("data-verdict")).toBe("looping");
     expect(await row.locator("td.mark").textContent()).toBe("-");
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, "admin-readout-flagged.png") });
+    await page.screenshot({ path: artifact("admin-readout-flagged.png") });
 
     // The session page: timeline, evidence, report, the mode's actions.
     await row.locator("a.session-link").click();
@@ -141,7 +138,7 @@ describe("a flagged session's page and False alarm (real opencode, real Chromium
     expect(await evidence.locator('[data-evidence="context"] td').first().textContent()).toMatch(/ tokens$/);
     expect(await page.locator("#session-report").textContent()).toContain(s.id);
     expect(await page.locator('table.actions [data-action-what="tree refused"]').count()).toBe(1);
-    await page.screenshot({ path: join(ARTIFACTS, "admin-session-page.png"), fullPage: true });
+    await page.screenshot({ path: artifact("admin-session-page.png"), fullPage: true });
 
     // False alarm: kept with who and when, the tree's refusal lifted.
     await page.locator("button.mark-false").click();
@@ -150,14 +147,14 @@ describe("a flagged session's page and False alarm (real opencode, real Chromium
       /^marked false alarm by admin /,
     );
     expect(await page.locator('[data-fact="gate"]').textContent()).toBe("lets it through");
-    await page.screenshot({ path: join(ARTIFACTS, "admin-session-false-alarm.png"), fullPage: true });
+    await page.screenshot({ path: artifact("admin-session-false-alarm.png"), fullPage: true });
 
     await page.locator("a.back").click();
     const mark = page.locator(`tr[data-session="${s.id}"] td.mark`);
     await expect.poll(() => mark.getAttribute("data-mark")).toBe("false_alarm");
     expect(await mark.textContent()).toMatch(/^false alarmadmin \d+s ago$/);
     expect(await page.locator("#marks-line").textContent()).toContain("1 false alarm(s)");
-    await page.screenshot({ path: join(ARTIFACTS, "admin-readout-false-alarm.png") });
+    await page.screenshot({ path: artifact("admin-readout-false-alarm.png") });
 
     // Export labels: the browser saves the labels file calibrate reads.
     const download = page.waitForEvent("download");

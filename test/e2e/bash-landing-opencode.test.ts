@@ -71,9 +71,7 @@ describe("bash edits land in real opencode", () => {
   beforeAll(async () => {
     stack = await startPluginStack({
       tmpPrefix: "sg-bash-landing-",
-      localYaml: "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n",
       script: router.script,
-      usage: { prompt_tokens: 2000, completion_tokens: 10 },
       adminToken: ADMIN,
       pluginToken: TOKEN,
       git: true,

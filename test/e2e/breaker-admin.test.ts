@@ -1,16 +1,7 @@
-// The admin page's "Model breaker" section in real headless Chromium against the
-// real server: a model tripped by gate traffic plus looping verdicts shows up
-// with its trip and evidence (sessions, verdicts, rates, window); the breaker
-// knobs have controls, the fallbacks record is edited on the page and the gate
-// then routes to the fallback; Resume closes the breaker.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { stallTransition } from "../../router-ext/breaker/testing.ts";
-import { type Json, useAdminEnv } from "../helpers/admin-browser.ts";
+import { artifact, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
 
-const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const TOKEN = "breaker-admin-e2e-token-0123";
 const LOOPY = "lab/loopy";
 const STEADY = "lab/steady";
@@ -76,8 +67,7 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     expect(env.model.requests[before]?.body.model).toBe("lab/fallback");
     await page.locator('a[data-nav="activity"]').click();
     await expect.poll(() => row.locator("td").nth(3).textContent(), { timeout: 10_000 }).toBe("lab/fallback");
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await section.screenshot({ path: join(ARTIFACTS, "admin-breaker.png") });
+    await section.screenshot({ path: artifact("admin-breaker.png") });
 
     await row.locator('button[data-action="breaker-resume"]').click();
     await section.locator(`tr[data-model="${LOOPY}"][data-phase="closed"]`).waitFor();

@@ -10,12 +10,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { run } from "../../router-ext/cli/run.ts";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import type { RunningServer } from "../../router-ext/server/start.ts";
 import { testIo } from "../helpers/cli-io.ts";
 import { desktopToolsMissing, type SessionBus, startSessionBus } from "../helpers/dbus.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
 import { OPENCODE_BIN, REPO } from "../helpers/opencode.ts";
+import { startTestRouter } from "../helpers/test-router.ts";
 
 const ADMIN = "doctor-e2e-admin-token";
 const PLUGIN = "doctor-e2e-plugin-token";
@@ -88,17 +89,9 @@ describe.skipIf(missing !== null)("stallguard doctor on a real install", () => {
     for (const [file, value] of files) writeFileSync(join(secrets, file), value, { mode: 0o600 });
     bus = await startSessionBus();
     model = await startModelServer({ script: () => ({ kind: "text", text: "ok" }) });
-    const local = join(tmp, "local.yaml");
-    writeFileSync(local, `server:\n  upstream: ${model.url}\nprogress:\n  mode: auto_recover\n`);
-    srv = await startServer({
-      port: 0,
-      host: "127.0.0.1",
-      dbPath: join(tmp, "stallguard.db"),
-      configPath: local,
+    srv = await startTestRouter(tmp, `server:\n  upstream: ${model.url}\nprogress:\n  mode: auto_recover\n`, {
       // The same secret files the doctor reads (never the user's own config folder).
       env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: PLUGIN, HOME: home },
-      watchdog: false,
-      log: () => {},
     });
     // The watchdog ticked a moment ago (no opencode running).
     const tick = { type: "watchdog_tick", at: Date.now(), servers: 0, sessions: 0, flagged: 0, blind: true };

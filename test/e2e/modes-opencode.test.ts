@@ -77,9 +77,7 @@ describe("modes in real opencode", () => {
   beforeAll(async () => {
     stack = await startPluginStack({
       tmpPrefix: "sg-modes-oc-",
-      localYaml: "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n",
       script: router.script,
-      usage: { prompt_tokens: 2000, completion_tokens: 10 },
       adminToken: ADMIN,
       pluginToken: TOKEN,
     });

@@ -12,7 +12,7 @@ import { Reporter } from "../../plugin/reporter.ts";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import type { Heartbeat } from "../../shared/index.ts";
 import { routerEnv } from "../helpers/router-env.ts";
-import { transition } from "../helpers/wire-fixtures.ts";
+import { heartbeatSession, transition } from "../helpers/wire-fixtures.ts";
 
 const ADMIN = "outage-admin-token";
 
@@ -63,17 +63,9 @@ describe("reporter across a router outage (real router, real SQLite file)", () =
       instance_id: "inst-outage",
       plugin_version: "0.1.0",
       at: now,
-      sessions: Array.from({ length: 600 }, (_, i) => ({
-        session_id: `ses_live${i}`,
-        parent_id: null,
-        root_id: `ses_live${i}`,
-        agent: "build",
-        verdict: "ok" as const,
-        turns: i,
-        turns_since_landed: 0,
-        last_landed_at: now,
-        context_tokens: 1000 + i,
-      })),
+      sessions: Array.from({ length: 600 }, (_, i) =>
+        heartbeatSession(`ses_live${i}`, { turns: i, last_landed_at: now, context_tokens: 1000 + i }),
+      ),
     };
     reporter.enqueue(beat);
     await expect.poll(() => reporter?.stats.failures ?? 0, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);

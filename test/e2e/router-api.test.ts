@@ -12,7 +12,11 @@ import type { Transition, WireSignals } from "../../shared/index.ts";
 import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
 import { routerEnv } from "../helpers/router-env.ts";
-import { signals as wireSignals, transition as wireTransition } from "../helpers/wire-fixtures.ts";
+import {
+  heartbeatSession,
+  signals as wireSignals,
+  transition as wireTransition,
+} from "../helpers/wire-fixtures.ts";
 
 const ADMIN = "admin-token-for-tests";
 const PLUGIN = "plugin-token-for-tests";
@@ -167,17 +171,13 @@ describe("router extension API", () => {
       plugin_version: "0.1.0",
       at: t0 + 61_000,
       sessions: [
-        {
-          session_id: "ses_worker",
+        heartbeatSession("ses_worker", {
           parent_id: "ses_root",
           root_id: "ses_root",
-          agent: "build",
-          verdict: "ok",
           turns: 14,
-          turns_since_landed: 0,
           last_landed_at: t0 + 59_000,
           context_tokens: 61_000,
-        },
+        }),
       ],
     });
     const row = (await sessions()).find((s) => s.session_id === "ses_worker");

@@ -3,13 +3,14 @@
 // POST /progress as the watchdog sends them. A tick that found opencode but
 // could not read its sessions raises one alert per blind spell; a tick that
 // reads sessions again resolves it; no opencode at all is not an alarm.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import type { RunningServer } from "../../router-ext/server/start.ts";
 import { type Hook, startHook, webhookConfig } from "../helpers/hook.ts";
 import { routerEnv } from "../helpers/router-env.ts";
+import { startTestRouter } from "../helpers/test-router.ts";
 
 const ADMIN = "blind-admin-token-0123456789";
 
@@ -23,15 +24,8 @@ describe("watchdog blind alert", () => {
     dir = mkdtempSync(join(tmpdir(), "sg-blind-"));
     hook = await startHook();
     received = hook.bodies;
-    const configPath = join(dir, "local.yaml");
-    writeFileSync(configPath, webhookConfig(hook.url));
-    srv = await startServer({
-      port: 0,
-      dbPath: join(dir, "stallguard.db"),
-      configPath,
+    srv = await startTestRouter(dir, webhookConfig(hook.url), {
       env: routerEnv(dir, { STALLGUARD_ADMIN_TOKEN: ADMIN }),
-      watchdog: false,
-      log: () => {},
     });
   });
 

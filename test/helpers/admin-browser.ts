@@ -2,14 +2,16 @@
 // config and database, a scripted upstream behind its gate, and headless
 // Chromium (Debian's /usr/bin/chromium via playwright-core, the flags
 // ../shared/spec/test-facts.md found to work here).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect } from "vitest";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import type { RunningServer } from "../../router-ext/server/start.ts";
 import { type ModelServer, startModelServer } from "./model-server.ts";
 import { routerEnv } from "./router-env.ts";
+import { startTestRouter } from "./test-router.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
 export type Json = any;
@@ -28,6 +30,14 @@ export interface AdminEnv {
   // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
   chat(headers: Record<string, string>, model?: string): Promise<{ res: Response; body: any }>;
   close(): Promise<void>;
+}
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
+
+/** Where a screenshot named `name` goes: test-artifacts/ (created), for a human to look at after a run. */
+export function artifact(name: string): string {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return join(ARTIFACTS, name);
 }
 
 /** Headless Chromium (Debian's) with a profile in `profileDir`. */
@@ -60,18 +70,10 @@ export async function startAdminEnv(opts: {
   reply?: string;
   viewport?: { width: number; height: number };
 }): Promise<AdminEnv> {
-  const localConfig = join(opts.tmp, "config.local.yaml");
-  writeFileSync(localConfig, opts.localYaml);
   const model = await startModelServer({ script: () => ({ kind: "text", text: opts.reply ?? "ok" }) });
-  const srv = await startServer({
-    port: 0,
-    host: "127.0.0.1",
+  const srv = await startTestRouter(opts.tmp, opts.localYaml, {
     upstream: model.url,
-    dbPath: join(opts.tmp, "stallguard.db"),
-    configPath: localConfig,
     env: routerEnv(opts.tmp, { STALLGUARD_ADMIN_TOKEN: opts.token }),
-    watchdog: false,
-    log: () => {},
   });
   const context = await launchChromium(join(opts.tmp, "chromium-profile"), opts.viewport);
   const problems: string[] = [];

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import { type ModelServer, type Script, startModelServer, type Usage } from "./model-server.ts";
 import { type OpencodeServer, startOpencode } from "./opencode.ts";
+import { QUIET_LOCAL_YAML } from "./test-router.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const PLUGIN_BUNDLE = join(REPO, "dist", "plugin", "stallguard.js");
@@ -26,9 +27,11 @@ export interface PluginStack {
 
 export async function startPluginStack(opts: {
   tmpPrefix: string;
-  localYaml: string;
+  /** The router's config.local.yaml (default QUIET_LOCAL_YAML). */
+  localYaml?: string;
   script: Script;
-  usage: Usage;
+  /** The usage the model server reports per response (default 2000 prompt, 10 completion tokens). */
+  usage?: Usage;
   adminToken: string;
   pluginToken: string;
   /** The project's files (default: a README) and whether it is a git work tree with a first commit. */
@@ -37,8 +40,11 @@ export async function startPluginStack(opts: {
 }): Promise<PluginStack> {
   const dir = mkdtempSync(join(tmpdir(), opts.tmpPrefix));
   const configPath = join(dir, "local.yaml");
-  writeFileSync(configPath, opts.localYaml);
-  const model = await startModelServer({ script: opts.script, usage: opts.usage });
+  writeFileSync(configPath, opts.localYaml ?? QUIET_LOCAL_YAML);
+  const model = await startModelServer({
+    script: opts.script,
+    usage: opts.usage ?? { prompt_tokens: 2000, completion_tokens: 10 },
+  });
   const router = (port: number) =>
     startServer({
       port,

@@ -1,6 +1,6 @@
 // Wire messages as a plugin would send them, for tests that seed the router
 // over POST /progress (counts only, like the real thing).
-import type { Transition, WireSignals } from "../../shared/index.ts";
+import type { Heartbeat, Transition, WireEvidence, WireSignals } from "../../shared/index.ts";
 
 /** A plausible stuck session's signals; override what the test is about. */
 export function signals(over: Partial<WireSignals> = {}): WireSignals {
@@ -23,6 +23,37 @@ export function signals(over: Partial<WireSignals> = {}): WireSignals {
     compactions: 0,
     read_only: false,
     last_landed_at: null,
+    ...over,
+  };
+}
+
+/** A looping session's evidence: `target` repeated 14 times with the same result, npm test failing. */
+export function loopEvidence(target: string): WireEvidence {
+  return {
+    top_targets: [
+      { target, count: 14 },
+      { target: "bash npm test", count: 3 },
+    ],
+    same_result: { target, count: 14 },
+    fail_target: "npm test",
+  };
+}
+
+/** One session in a heartbeat: a healthy root one turn in; override what the test is about. */
+export function heartbeatSession(
+  id: string,
+  over: Partial<Heartbeat["sessions"][number]> = {},
+): Heartbeat["sessions"][number] {
+  return {
+    session_id: id,
+    parent_id: null,
+    root_id: id,
+    agent: "build",
+    verdict: "ok",
+    turns: 1,
+    turns_since_landed: 0,
+    last_landed_at: null,
+    context_tokens: 0,
     ...over,
   };
 }

@@ -10,9 +10,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type ExportDoc, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
 import { run } from "../../router-ext/cli/run.ts";
-import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import type { RunningServer } from "../../router-ext/server/start.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 import { testIo } from "../helpers/cli-io.ts";
+import { QUIET_LOCAL_YAML, startTestRouter } from "../helpers/test-router.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
@@ -46,16 +47,8 @@ beforeAll(async () => {
   writeOpencodeDb(opencodeDb, docs);
   twitchy = join(tmp, "twitchy.yaml");
   writeFileSync(twitchy, "thresholds:\n  top_warn: 3\n  stall_turns: 2\n  dup_warn: 0.2\n  fail_warn: 2\n");
-  const local = join(tmp, "local.yaml");
-  writeFileSync(local, "watchdog:\n  enabled: false\nnotifications:\n  channels: []\n");
-  srv = await startServer({
-    port: 0,
-    host: "127.0.0.1",
-    dbPath: join(tmp, "stallguard.db"),
-    configPath: local,
+  srv = await startTestRouter(tmp, QUIET_LOCAL_YAML, {
     env: { STALLGUARD_ADMIN_TOKEN: ADMIN, STALLGUARD_TOKEN: PLUGIN, XDG_CONFIG_HOME: tmp },
-    watchdog: false,
-    log: () => {},
   });
   const api = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${srv.url}${path}`, {

@@ -181,15 +181,18 @@ describe("html", () => {
       "http://www.w3.org/2000/svg",
       "http://www.w3.org/2000/svg",
     ]);
-    // Session ids and targets are escaped, never markup.
-    expect(page).toContain("ses_&lt;b&gt;");
-    expect(page).toContain("child of ses_a");
-    expect(page).toContain("read &#xfc;ber.md");
-    // Labels, the sweep and its proposal, times in ISO form.
-    expect(page).toContain("labelled loop");
-    expect(page).toContain("<h2>Threshold sweep</h2>");
-    expect(page).toContain('<tr class="proposed">');
-    expect(page).toContain("1970-01-01T00:00:00.000Z");
+    for (const part of [
+      // Session ids and targets are escaped, never markup.
+      "ses_&lt;b&gt;",
+      "child of ses_a",
+      "read &#xfc;ber.md",
+      // Labels, the sweep and its proposal, times in ISO form.
+      "labelled loop",
+      "<h2>Threshold sweep</h2>",
+      '<tr class="proposed">',
+      "1970-01-01T00:00:00.000Z",
+    ])
+      expect(page).toContain(part);
   });
 });
 

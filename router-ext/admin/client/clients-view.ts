@@ -3,10 +3,10 @@
 // failed streams, spend, last request. Reads GET /api/clients. The section is
 // added to the page by this module, after the Sessions readout.
 import { type ClientUsageView, clientUsageSchema, parseRows } from "../../api/schemas.ts";
-import { type Api, ApiError } from "./api.ts";
-import { h, replace } from "./dom.ts";
+import type { Api } from "./api.ts";
+import { dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
-import { mountSection } from "./section.ts";
+import { loadSection, mountSection } from "./section.ts";
 
 const REFRESH_MS = 5000;
 
@@ -40,38 +40,12 @@ export function renderClients(
       ),
     ),
   ];
-  replace(
-    root,
-    body.problems.length ? h("ul", { class: "err" }, ...body.problems.map((p) => h("li", {}, p))) : null,
-    h(
-      "table",
-      { class: "clients" },
-      h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col" }, c)))),
-      h(
-        "tbody",
-        {},
-        ...(rows.length
-          ? rows
-          : [h("tr", {}, h("td", { colspan: cols.length, class: "dim" }, "no requests yet"))]),
-      ),
-    ),
-  );
+  replace(root, problemList(body.problems), dataTable("clients", cols, rows, "no requests yet"));
 }
 
 async function load(api: Api, root: HTMLElement): Promise<void> {
-  let raw: unknown;
-  try {
-    raw = await api.get("/api/clients", { optional: true });
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return;
-    replace(root, h("div", { class: "err" }, `client keys: ${(err as Error).message}`));
-    return;
-  }
-  if (raw === null || typeof raw !== "object") {
-    replace(root, h("div", { class: "dim" }, "client keys: not available on this server"));
-    return;
-  }
-  const o = raw as Record<string, unknown>;
+  const o = await loadSection(api, root, "/api/clients", "client keys");
+  if (!o) return;
   const clients = parseRows(Array.isArray(o.clients) ? o.clients : [], clientUsageSchema, "clients");
   const configured = Array.isArray(o.configured)
     ? o.configured.filter((n): n is string => typeof n === "string")

@@ -47,6 +47,11 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   return el as T;
 }
 
+/** The problems met reading an API answer, as a list; nothing when there are none. */
+export function problemList(problems: string[]): HTMLUListElement | null {
+  return problems.length ? h("ul", { class: "err" }, ...problems.map((p) => h("li", {}, p))) : null;
+}
+
 /** A table with a header row; `empty` fills one row when there are no rows. */
 export function dataTable(cls: string, cols: string[], rows: HTMLElement[], empty: string): HTMLTableElement {
   return h(

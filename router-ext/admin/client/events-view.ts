@@ -1,49 +1,33 @@
 // Recent verdict changes, newest first as the API returns them.
-import { h, replace } from "./dom.ts";
+import { dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
 import type { EventRow } from "./schemas.ts";
 
 export function renderEvents(root: HTMLElement, events: EventRow[], problems: string[], now: number): void {
   replace(
     root,
-    problems.length ? h("ul", { class: "err" }, ...problems.map((p) => h("li", {}, p))) : null,
-    h(
-      "table",
-      { class: "events" },
-      h(
-        "thead",
-        {},
+    problemList(problems),
+    dataTable(
+      "events",
+      ["when", "session", "tree", "change", "reason", "source"],
+      events.map((e) =>
         h(
           "tr",
-          {},
-          ...["when", "session", "tree", "change", "reason", "source"].map((c) =>
-            h("th", { scope: "col" }, c),
+          { "data-event-session": e.session_id },
+          h("td", { title: fmtTime(e.at) }, fmtAgo(e.at, now)),
+          h("td", { class: "sid" }, e.session_id),
+          h("td", { class: "sid" }, e.root_id ?? "-"),
+          h(
+            "td",
+            {},
+            `${e.previous ?? "?"} -> `,
+            h("span", { class: `v v-${e.verdict.replace(/[^a-z_]/g, "")}` }, e.verdict),
           ),
+          h("td", {}, e.reason ?? "-"),
+          h("td", {}, e.source ?? "-"),
         ),
       ),
-      h(
-        "tbody",
-        {},
-        ...(events.length
-          ? events.map((e) =>
-              h(
-                "tr",
-                { "data-event-session": e.session_id },
-                h("td", { title: fmtTime(e.at) }, fmtAgo(e.at, now)),
-                h("td", { class: "sid" }, e.session_id),
-                h("td", { class: "sid" }, e.root_id ?? "-"),
-                h(
-                  "td",
-                  {},
-                  `${e.previous ?? "?"} -> `,
-                  h("span", { class: `v v-${e.verdict.replace(/[^a-z_]/g, "")}` }, e.verdict),
-                ),
-                h("td", {}, e.reason ?? "-"),
-                h("td", {}, e.source ?? "-"),
-              ),
-            )
-          : [h("tr", {}, h("td", { colspan: 6, class: "dim" }, "no events yet"))]),
-      ),
+      "no events yet",
     ),
   );
 }

@@ -3,7 +3,7 @@
 // is PUT at once and the server's 400 message is shown beside the control. The
 // knobs deliberately left out of the page are listed with their reason.
 import type { Api } from "./api.ts";
-import { button, h, replace } from "./dom.ts";
+import { button, h, problemList, replace } from "./dom.ts";
 import { displayValue, isNullable, knobSection, parseControl } from "./knob-value.ts";
 import type { ExcludedKnob, Knob } from "./schemas.ts";
 
@@ -107,6 +107,15 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
     changed.hidden = !isChanged(knob);
   };
   showChanged();
+  // After a PUT or DELETE: the value the router answers with is the one in force.
+  const applied = (res: unknown, fallback: unknown, overridden: boolean) => {
+    const r = res as { value?: unknown } | null;
+    knob.value = r && "value" in r ? r.value : fallback;
+    knob.overridden = overridden;
+    mark.hidden = !overridden;
+    showChanged();
+    setControl(control, knob, knob.value);
+  };
   const save = async (raw: string | boolean) => {
     const parsed = parseControl(knob, raw);
     status.textContent = "";
@@ -119,14 +128,11 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
     }
     status.textContent = "saving";
     try {
-      const res = (await api.send("PUT", "/api/knobs", { path: knob.path, value: parsed.value })) as {
-        value?: unknown;
-      } | null;
-      knob.value = res && "value" in res ? res.value : parsed.value;
-      knob.overridden = true;
-      mark.hidden = false;
-      showChanged();
-      setControl(control, knob, knob.value);
+      applied(
+        await api.send("PUT", "/api/knobs", { path: knob.path, value: parsed.value }),
+        parsed.value,
+        true,
+      );
       status.textContent = "saved";
     } catch (err) {
       status.textContent = "";
@@ -141,14 +147,7 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
       status.textContent = "";
       errorBox.textContent = "";
       try {
-        const res = (await api.send("DELETE", `/api/knobs/${encodeURIComponent(knob.path)}`)) as {
-          value?: unknown;
-        } | null;
-        knob.value = res && "value" in res ? res.value : knob.default;
-        knob.overridden = false;
-        mark.hidden = true;
-        showChanged();
-        setControl(control, knob, knob.value);
+        applied(await api.send("DELETE", `/api/knobs/${encodeURIComponent(knob.path)}`), knob.default, false);
         control.removeAttribute("aria-invalid");
         status.textContent = "reset";
       } catch (err) {
@@ -206,7 +205,7 @@ export function renderKnobs(
   );
   replace(
     root,
-    problems.length ? h("ul", { class: "err" }, ...problems.map((p) => h("li", {}, p))) : null,
+    problemList(problems),
     knobs.length ? null : h("div", { class: "dim" }, "no knobs reported"),
     ...tables,
     h("h3", {}, "Not in this page"),

@@ -1,7 +1,7 @@
 // The notifier panel: per channel an enabled toggle, a min_severity select and
 // a Send test alert button; and the recent deliveries, failures first in colour.
 import type { Api } from "./api.ts";
-import { button, h, replace } from "./dom.ts";
+import { button, dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
 import type { Channel, Delivery } from "./schemas.ts";
 
@@ -75,26 +75,12 @@ export function renderChannels(
   }
   replace(
     root,
-    problems.length ? h("ul", { class: "err" }, ...problems.map((p) => h("li", {}, p))) : null,
-    h(
-      "table",
-      { class: "channels" },
-      h(
-        "thead",
-        {},
-        h(
-          "tr",
-          {},
-          ...["channel", "type", "enabled", "min_severity", "test"].map((c) => h("th", { scope: "col" }, c)),
-        ),
-      ),
-      h(
-        "tbody",
-        {},
-        ...(channels.length
-          ? channels.map((c) => channelRow(c, api, reload, onSent))
-          : [h("tr", {}, h("td", { colspan: 5, class: "dim" }, "no channels configured"))]),
-      ),
+    problemList(problems),
+    dataTable(
+      "channels",
+      ["channel", "type", "enabled", "min_severity", "test"],
+      channels.map((c) => channelRow(c, api, reload, onSent)),
+      "no channels configured",
     ),
   );
 }
@@ -121,45 +107,29 @@ export function renderDeliveries(
       { class: failures ? "summary err" : "summary dim" },
       `${deliveries.length} recent, ${failures} failed`,
     ),
-    problems.length ? h("ul", { class: "err" }, ...problems.map((p) => h("li", {}, p))) : null,
-    h(
-      "table",
-      { class: "deliveries" },
-      h(
-        "thead",
-        {},
-        h(
+    problemList(problems),
+    dataTable(
+      "deliveries",
+      ["when", "channel", "severity", "state", "result", "title"],
+      deliveries.map((d) => {
+        const failed = deliveryFailed(d);
+        return h(
           "tr",
-          {},
-          ...["when", "channel", "severity", "state", "result", "title"].map((c) =>
-            h("th", { scope: "col" }, c),
+          { class: failed ? "failed" : "" },
+          h("td", { title: fmtTime(d.at) }, fmtAgo(d.at, now)),
+          h("td", {}, d.channel ?? "-"),
+          h("td", {}, d.severity ?? "-"),
+          h("td", {}, d.state ?? "-"),
+          h(
+            "td",
+            { class: failed ? "err" : "" },
+            `${failed ? "failed" : (d.status ?? "ok")}${d.error ? `: ${d.error}` : ""}`,
+            d.attempts !== null && d.attempts > 1 ? ` (${d.attempts} attempts)` : "",
           ),
-        ),
-      ),
-      h(
-        "tbody",
-        {},
-        ...(deliveries.length
-          ? deliveries.map((d) => {
-              const failed = deliveryFailed(d);
-              return h(
-                "tr",
-                { class: failed ? "failed" : "" },
-                h("td", { title: fmtTime(d.at) }, fmtAgo(d.at, now)),
-                h("td", {}, d.channel ?? "-"),
-                h("td", {}, d.severity ?? "-"),
-                h("td", {}, d.state ?? "-"),
-                h(
-                  "td",
-                  { class: failed ? "err" : "" },
-                  `${failed ? "failed" : (d.status ?? "ok")}${d.error ? `: ${d.error}` : ""}`,
-                  d.attempts !== null && d.attempts > 1 ? ` (${d.attempts} attempts)` : "",
-                ),
-                h("td", { class: d.status === "dropped" ? "warn" : "" }, d.title ?? d.dedup_key ?? "-"),
-              );
-            })
-          : [h("tr", {}, h("td", { colspan: 6, class: "dim" }, "no deliveries yet"))]),
-      ),
+          h("td", { class: d.status === "dropped" ? "warn" : "" }, d.title ?? d.dedup_key ?? "-"),
+        );
+      }),
+      "no deliveries yet",
     ),
   );
 }

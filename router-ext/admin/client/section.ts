@@ -1,7 +1,8 @@
 // A section a module adds to the admin page by itself (the model breaker, the
 // client keys): its heading and body element, created once, then refreshed
 // on a timer while the page's generation holds (main.ts bumps it on a 401).
-import { h } from "./dom.ts";
+import { type Api, ApiError } from "./api.ts";
+import { h, replace } from "./dom.ts";
 
 export interface SectionSpec {
   id: string;
@@ -40,4 +41,29 @@ export function mountSection(spec: SectionSpec, alive: () => boolean): void {
     if (alive()) setTimeout(() => void loop(), spec.refreshMs);
   };
   void loop();
+}
+
+/**
+ * A section's GET: the answer as an object, or null once the section says why
+ * not (nothing on a 401: main.ts asks for the token again).
+ */
+export async function loadSection(
+  api: Api,
+  root: HTMLElement,
+  path: string,
+  label: string,
+): Promise<Record<string, unknown> | null> {
+  let raw: unknown;
+  try {
+    raw = await api.get(path, { optional: true });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return null;
+    replace(root, h("div", { class: "err" }, `${label}: ${(err as Error).message}`));
+    return null;
+  }
+  if (raw === null || typeof raw !== "object") {
+    replace(root, h("div", { class: "dim" }, `${label}: not available on this server`));
+    return null;
+  }
+  return raw as Record<string, unknown>;
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { loopEvidence } from "../../../test/helpers/wire-fixtures.ts";
 import type { SessionDetail, TransitionView } from "../../api/session-detail.ts";
 import { drawTimeline } from "../../timeline/draw.ts";
 import { toSvgText } from "../../timeline/svg.ts";
@@ -257,14 +258,7 @@ describe("the evidence in plain terms", () => {
       transitions: [
         tr(T + 10 * MIN, "stalling", "looping", {
           signals: sig({ fail_streak: 3 }),
-          evidence: {
-            top_targets: [
-              { target: "read src/a.ts", count: 14 },
-              { target: "bash npm test", count: 3 },
-            ],
-            same_result: { target: "read src/a.ts", count: 14 },
-            fail_target: "npm test",
-          },
+          evidence: loopEvidence("read src/a.ts"),
         }),
       ],
     });

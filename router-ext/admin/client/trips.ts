@@ -11,9 +11,9 @@ import {
   parseRows,
 } from "../../api/schemas.ts";
 import { type Api, ApiError } from "./api.ts";
-import { button, dataTable, h, replace } from "./dom.ts";
+import { button, dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
-import { mountSection } from "./section.ts";
+import { loadSection, mountSection } from "./section.ts";
 
 const REFRESH_MS = 3000;
 
@@ -97,7 +97,7 @@ export function renderBreaker(
   );
   replace(
     root,
-    body.problems.length ? h("ul", { class: "err" }, ...body.problems.map((p) => h("li", {}, p))) : null,
+    problemList(body.problems),
     body.enabled ? null : h("div", { class: "warn" }, "breaker disabled (breaker.enabled)"),
     table(
       [
@@ -140,19 +140,8 @@ export function renderBreaker(
 }
 
 async function load(api: Api, root: HTMLElement): Promise<void> {
-  let raw: unknown;
-  try {
-    raw = await api.get("/api/breaker", { optional: true });
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return;
-    replace(root, h("div", { class: "err" }, `breaker: ${(err as Error).message}`));
-    return;
-  }
-  if (raw === null || typeof raw !== "object") {
-    replace(root, h("div", { class: "dim" }, "breaker: not available on this server"));
-    return;
-  }
-  const o = raw as Record<string, unknown>;
+  const o = await loadSection(api, root, "/api/breaker", "breaker");
+  if (!o) return;
   const models = parseRows(Array.isArray(o.models) ? o.models : [], breakerModelSchema, "models");
   const trips = parseRows(Array.isArray(o.trips) ? o.trips : [], breakerTripSchema, "trips");
   renderBreaker(

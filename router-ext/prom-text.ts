@@ -1,0 +1,34 @@
+// Prometheus text exposition (version 0.0.4): one writer for every /metrics
+// part (store, gate, write queue, rejections, breaker), so HELP/TYPE lines,
+// label escaping and non-finite values are handled the same way everywhere.
+
+export type MetricType = "gauge" | "counter" | "histogram";
+
+/** Labels, value and an optional name suffix (a histogram's _bucket, _sum, _count). */
+export type Sample = [labels: Record<string, string>, value: number, suffix?: string];
+
+function esc(v: string): string {
+  return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+}
+
+/** HELP and TYPE lines, then one line per sample; a non-finite value is written as 0. */
+export function metricLines(name: string, type: MetricType, help: string, samples: Sample[]): string[] {
+  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
+  for (const [labels, value, suffix = ""] of samples) {
+    const l = Object.entries(labels)
+      .map(([k, v]) => `${k}="${esc(v)}"`)
+      .join(",");
+    lines.push(`${name}${suffix}${l ? `{${l}}` : ""} ${Number.isFinite(value) ? value : 0}`);
+  }
+  return lines;
+}
+
+/** A metric with a single unlabelled sample. */
+export function single(name: string, type: MetricType, help: string, value: number): string[] {
+  return metricLines(name, type, help, [[{}, value]]);
+}
+
+/** Joins lines into a text block ending in a newline. */
+export function promText(lines: string[]): string {
+  return `${lines.join("\n")}\n`;
+}
