@@ -84,8 +84,8 @@ const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port
 // A store that allows everything and drops records (the SQLite one is measured elsewhere).
 let recorded = 0;
 const store: GateStore = {
-  decide: (id) => ({ refused: false, scope: null, reason: null, rootId: id.conversation }),
-  peek: (id) => ({ refused: false, scope: null, reason: null, rootId: id.conversation }),
+  decide: (id) => ({ refused: false, scope: null, reason: null, rootId: id.sessionId }),
+  peek: (id) => ({ refused: false, scope: null, reason: null, rootId: id.sessionId }),
   recordRequest: () => {
     recorded++;
   },

@@ -162,7 +162,7 @@ const progressSchema = z.strictObject({
   /** auto_limit_context: the context cap, in prompt tokens. Owner decision: 200,000. */
   context_cap: z.number().int().min(1000).default(200_000),
   /**
-   * How the gate answers a refused conversation. Measured in real opencode
+   * How the gate answers a refused session. Measured in real opencode
    * 1.18.33 (test/e2e/gate-opencode.test.ts, README "Refusal shape"): 403 costs
    * one request and shows the error at once; 429 costs 6 requests and ~67 s.
    * retry-after: 0 bounds the case where opencode still retries a 403 (its

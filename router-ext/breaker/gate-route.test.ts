@@ -93,7 +93,7 @@ describe("gate modelRoute (real upstream, real gate)", () => {
   it("rewrites the model, keeps the rest of the body, adds the header, records the model used", async () => {
     const asked: string[] = [];
     const g = await start((m, identity) => {
-      asked.push(`${m}@${identity.conversation}`);
+      asked.push(`${m}@${identity.sessionId}`);
       return m === "bad/m" ? { model: "good/m", header: "bad/m -> good/m" } : null;
     });
     const res = await post(g, {
@@ -107,7 +107,7 @@ describe("gate modelRoute (real upstream, real gate)", () => {
     const up = JSON.parse(seen[0]?.body ?? "{}");
     expect(up).toEqual({ model: "good/m", messages: [{ role: "user", content: "x" }], temperature: 0.2 });
     const [rec] = await store.waitRecords(1);
-    expect(rec).toMatchObject({ model: "good/m", conversation: "ses_route", prompt_tokens: 5 });
+    expect(rec).toMatchObject({ model: "good/m", session_id: "ses_route", prompt_tokens: 5 });
     expect(asked).toEqual(["bad/m@ses_route"]);
 
     // Streaming: the usage request the gate adds survives the rewrite and stays hidden.

@@ -6,7 +6,7 @@ const now = 10 * 60 * 60_000;
 
 /** n trees served by a model, one request per tree at t. */
 function serve(model: string, trees: string[], t = now - 10 * 60_000): ServedRecord[] {
-  return trees.map((root) => ({ model, conversation: root, rootId: root, at: t }));
+  return trees.map((root) => ({ model, sessionId: root, rootId: root, at: t }));
 }
 function stall(sessionId: string, at = now - 5 * 60_000, since = now - 20 * 60_000): StallRecord {
   return { sessionId, rootId: sessionId, verdict: "looping", at, since };
@@ -34,7 +34,7 @@ describe("breaker trip rule", () => {
     const served: ServedRecord[] = [
       ...["w1", "w2", "w3", "w4"].map((c) => ({
         model: "m",
-        conversation: c,
+        sessionId: c,
         rootId: "root",
         at: now - 10 * 60_000,
       })),

@@ -11,7 +11,7 @@
 
 export interface ServedRecord {
   model: string;
-  conversation: string;
+  sessionId: string;
   rootId: string;
   at: number;
 }
@@ -71,7 +71,7 @@ export function modelRates(
     if (s.at < from || s.at > now) continue;
     const models = new Set(
       inWindow
-        .filter((r) => r.conversation === s.sessionId && r.at >= s.since && r.at <= s.at)
+        .filter((r) => r.sessionId === s.sessionId && r.at >= s.since && r.at <= s.at)
         .map((r) => r.model),
     );
     for (const m of models) {

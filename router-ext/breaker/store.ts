@@ -94,10 +94,10 @@ export class BreakerStore {
       changes: db.prepare<[number], PhaseChange>("SELECT * FROM breaker_log ORDER BY seq DESC LIMIT ?"),
       served: db.prepare<
         [number, number],
-        { model: string; conversation: string; root_id: string; at: number }
+        { model: string; session_id: string; root_id: string; at: number }
       >(
-        `SELECT model, conversation, COALESCE(root_id, conversation) AS root_id, started_at AS at FROM requests
-         WHERE started_at >= ? AND started_at <= ? AND refused = 0 AND model IS NOT NULL AND conversation IS NOT NULL`,
+        `SELECT model, session_id, COALESCE(root_id, session_id) AS root_id, started_at AS at FROM requests
+         WHERE started_at >= ? AND started_at <= ? AND refused = 0 AND model IS NOT NULL AND session_id IS NOT NULL`,
       ),
       stalls: db.prepare<
         [number, number],
@@ -166,11 +166,11 @@ export class BreakerStore {
     return this.q.changes.all(Math.max(1, Math.min(1000, Math.floor(limit))));
   }
 
-  /** The gate's request records in [from, to]: which model served which conversation, when. */
+  /** The gate's request records in [from, to]: which model served which session, when. */
   served(from: number, to: number): ServedRecord[] {
     return this.q.served
       .all(from, to)
-      .map((r) => ({ model: r.model, conversation: r.conversation, rootId: r.root_id, at: r.at }));
+      .map((r) => ({ model: r.model, sessionId: r.session_id, rootId: r.root_id, at: r.at }));
   }
 
   /**

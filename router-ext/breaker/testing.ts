@@ -19,9 +19,9 @@ export function stallTransition(session: string, at: number, over: Partial<Trans
   });
 }
 
-export function served(model: string, conversation: string, at: number, root = conversation): RequestRecord {
+export function served(model: string, sessionId: string, at: number, root = sessionId): RequestRecord {
   return {
-    conversation,
+    session_id: sessionId,
     root_id: root,
     agent: "build",
     parent: null,

@@ -41,6 +41,32 @@ describe("migrate", () => {
     db.close();
   });
 
+  test("a database from before the session id rename keeps its gate rows under session_id", () => {
+    const db = fileDb();
+    migrate(
+      db,
+      MIGRATIONS.filter((x) => x.version < 201),
+    );
+    db.prepare(
+      "INSERT INTO requests (conversation, status, started_at, duration_ms, refused) VALUES ('ses_old', 200, 1, 2, 0)",
+    ).run();
+    db.prepare(
+      "INSERT INTO refused_conversations (conversation, scope, refusal_at, first_at, last_at, requests) VALUES ('ses_old', 'session', 1, 1, 1, 3)",
+    ).run();
+    expect(migrate(db)).toEqual([201]);
+    expect(db.prepare("SELECT session_id, status FROM requests").all()).toEqual([
+      { session_id: "ses_old", status: 200 },
+    ]);
+    expect(db.prepare("SELECT session_id, requests FROM refused_sessions").all()).toEqual([
+      { session_id: "ses_old", requests: 3 },
+    ]);
+    const plan = db
+      .prepare("EXPLAIN QUERY PLAN SELECT 1 FROM requests WHERE session_id = 'x' ORDER BY started_at")
+      .all();
+    expect(JSON.stringify(plan)).toContain("requests_session");
+    db.close();
+  });
+
   test("a database newer than this build is refused, untouched", () => {
     const db = fileDb();
     migrate(db, [m(1), m(2)]);

@@ -152,6 +152,18 @@ CREATE TABLE counters (
   ...MODES_MIGRATIONS,
   ...OPERATOR_MIGRATIONS,
   ...SECURITY_MIGRATIONS,
+  {
+    // The gate kept the header's word for the session id; every other table says session_id.
+    version: 201,
+    name: "session id named session_id in the gate's tables",
+    sql: `
+ALTER TABLE requests RENAME COLUMN conversation TO session_id;
+DROP INDEX requests_conversation;
+CREATE INDEX requests_session ON requests(session_id, started_at);
+ALTER TABLE refused_conversations RENAME TO refused_sessions;
+ALTER TABLE refused_sessions RENAME COLUMN conversation TO session_id;
+`,
+  },
 ];
 
 /**

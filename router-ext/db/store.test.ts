@@ -37,7 +37,7 @@ function transition(over: Partial<Transition> = {}): Transition {
 const opts = (now = 5000): IngestOptions => ingestOpts(now);
 
 const request = (over: Partial<RequestRecord> = {}): RequestRecord => ({
-  conversation: "ses_a",
+  session_id: "ses_a",
   root_id: "ses_a",
   agent: "build",
   parent: null,
@@ -157,23 +157,23 @@ describe("Store", () => {
   it("learns trees from the gate, bottom-up included, and refuses a stopped tree", () => {
     // The child is seen first with its parent; the parent later learns its own parent.
     expect(
-      store.decide({ conversation: "child", agent: "general", parent: "mid", pluginVersion: null }, 1000),
+      store.decide({ sessionId: "child", agent: "general", parent: "mid", pluginVersion: null }, 1000),
     ).toEqual({ refused: false, scope: null, reason: null, rootId: "mid" });
-    store.decide({ conversation: "mid", agent: "build", parent: "top", pluginVersion: null }, 1001);
+    store.decide({ sessionId: "mid", agent: "build", parent: "top", pluginVersion: null }, 1001);
     const child = store.sessions({ now: 2000, liveWindowMs: 1 }).find((s) => s.session_id === "child");
     expect(child).toMatchObject({ root_id: "top", parent_id: "mid", source: "gate" });
 
     store.setRefusal("tree", "top", "stopped", "alice", 1500, "admin Stop");
-    const d = store.decide({ conversation: "child", agent: null, parent: null, pluginVersion: null }, 1600);
+    const d = store.decide({ sessionId: "child", agent: null, parent: null, pluginVersion: null }, 1600);
     expect(d).toMatchObject({ refused: true, scope: "tree", rootId: "top" });
     expect(d.reason).toContain("alice");
     const row = store.sessions({ now: 2000, liveWindowMs: 1 }).find((s) => s.session_id === "child");
     expect(row).toMatchObject({ refused: true, stopped_by: "alice", stopped_at: 1500 });
 
     store.setRefusal("tree", "top", "running", "bob", 1700, "admin Resume");
-    expect(
-      store.decide({ conversation: "child", agent: null, parent: null, pluginVersion: null }).refused,
-    ).toBe(false);
+    expect(store.decide({ sessionId: "child", agent: null, parent: null, pluginVersion: null }).refused).toBe(
+      false,
+    );
     expect(store.refusalLog(10).map((r) => [r.state, r.by])).toEqual([
       ["running", "bob"],
       ["stopped", "alice"],

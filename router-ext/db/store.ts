@@ -101,7 +101,7 @@ export class Store implements GateStore {
    * answer is read without writing (peek) and the learning waits in the queue.
    */
   decide(identity: GateIdentity, now = this.now()): GateDecision {
-    const sessionId = identity.conversation;
+    const sessionId = identity.sessionId;
     if (sessionId === null || sessionId.length === 0 || sessionId.length > 200) {
       return { refused: false, scope: null, reason: null, rootId: null };
     }
@@ -114,7 +114,7 @@ export class Store implements GateStore {
 
   /** The answer decide gives, learning and counting nothing (GET /gate/{id}, GET /v1/models). */
   peek(identity: GateIdentity): GateDecision {
-    const sessionId = identity.conversation;
+    const sessionId = identity.sessionId;
     if (sessionId === null || sessionId.length === 0 || sessionId.length > 200) {
       return { refused: false, scope: null, reason: null, rootId: null };
     }
@@ -161,7 +161,7 @@ export class Store implements GateStore {
       this.db.transaction(() => {
         this.tables.requests.insert(r);
         if (r.refused) this.tables.counters.bump("refusals_total");
-        if (r.conversation !== null) this.tables.sessions.touch(r.conversation, r.started_at);
+        if (r.session_id !== null) this.tables.sessions.touch(r.session_id, r.started_at);
       })(),
     );
   }

@@ -15,9 +15,9 @@ export function errorBody(message: string, type: string, code: string): ErrorBod
  * whether opencode retries.
  */
 export function refusalBody(identity: GateIdentity, decision: GateDecision): ErrorBody {
-  const who = identity.conversation ?? "(no session id)";
-  const root = decision.rootId ?? identity.conversation;
-  const tree = decision.scope === "tree" && root && root !== identity.conversation ? ` (tree ${root})` : "";
+  const who = identity.sessionId ?? "(no session id)";
+  const root = decision.rootId ?? identity.sessionId;
+  const tree = decision.scope === "tree" && root && root !== identity.sessionId ? ` (tree ${root})` : "";
   const reason = decision.reason ? `: ${decision.reason}` : "";
   const resume = root
     ? `Resume the tree in the stallguard admin page, or POST /api/trees/${root}/resume.`
@@ -36,7 +36,7 @@ export function refusalBody(identity: GateIdentity, decision: GateDecision): Err
  * avoids the words that veto that classification ("rate limit", "too many requests").
  */
 export function contextCapBody(identity: GateIdentity, over: { cap: number; tokens: number }): ErrorBody {
-  const who = identity.conversation ?? "(no session id)";
+  const who = identity.sessionId ?? "(no session id)";
   return errorBody(
     `stallguard context cap: session ${who} is at ${over.tokens} prompt tokens, over the cap of ${over.cap} set by progress.mode. Compact the conversation to continue.`,
     "invalid_request_error",

@@ -99,7 +99,7 @@ describe("gate context cap (real store, real upstream)", () => {
     expect((await chat("build")).status).toBe(200);
     expect((await chat("build")).status).toBe(200); // measured at 300 now
     const statuses = store.db
-      .prepare("SELECT status, refused, agent FROM requests WHERE conversation = 'ses_c' ORDER BY seq")
+      .prepare("SELECT status, refused, agent FROM requests WHERE session_id = 'ses_c' ORDER BY seq")
       .all();
     expect(statuses).toEqual([
       { status: 200, refused: 0, agent: "build" },
@@ -112,7 +112,7 @@ describe("gate context cap (real store, real upstream)", () => {
 
   test("the body names the session and the cap", () => {
     const b = contextCapBody(
-      { conversation: "ses_x", agent: null, parent: null, pluginVersion: null },
+      { sessionId: "ses_x", agent: null, parent: null, pluginVersion: null },
       { cap: 200_000, tokens: 210_000 },
     );
     expect(b.error).toMatchObject({ code: "context_length_exceeded", type: "invalid_request_error" });

@@ -184,7 +184,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(text).not.toContain('"usage"');
     const [rec] = await store.waitRecords(1);
     expect(rec).toMatchObject({
-      conversation: "ses_stream",
+      session_id: "ses_stream",
       model: "m-priced",
       status: 200,
       prompt_tokens: 1000,
@@ -212,7 +212,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
       "data: [DONE]\n\n";
     expect(text).toBe(expected);
     const [rec] = await store.waitRecords(1);
-    expect(rec).toMatchObject({ conversation: "ses_own_usage", prompt_tokens: 1000, completion_tokens: 200 });
+    expect(rec).toMatchObject({ session_id: "ses_own_usage", prompt_tokens: 1000, completion_tokens: 200 });
   });
 
   test("non-streaming JSON passes through and its usage is recorded (no cached price: prompt price)", async () => {
@@ -261,7 +261,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(up.seen[0]?.headers["x-router-conversation"]).toBe("ses_fine");
 
     const recs = await store.waitRecords(2);
-    expect(recs.find((r) => r.conversation === "ses_stuck")).toMatchObject({
+    expect(recs.find((r) => r.session_id === "ses_stuck")).toMatchObject({
       refused: true,
       status: 429,
       prompt_tokens: null,
@@ -290,7 +290,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(body.error.message).toContain("tree ses_root");
     expect(up.seen).toHaveLength(0);
     expect(store.decisions[0]).toEqual({
-      conversation: "ses_child",
+      sessionId: "ses_child",
       agent: null,
       parent: "ses_root",
       pluginVersion: null,
@@ -298,7 +298,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
 
     const state = await (await fetch(`${gate.url}/gate/ses_child`)).json();
     expect(state).toEqual({
-      conversation: "ses_child",
+      session_id: "ses_child",
       refused: true,
       scope: "tree",
       reason: "stopped by admin",
@@ -307,7 +307,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     store.lift("ses_root");
     const lifted = await (await fetch(`${gate.url}/gate/ses_child`)).json();
     expect(lifted).toEqual({
-      conversation: "ses_child",
+      session_id: "ses_child",
       refused: false,
       scope: null,
       reason: null,
@@ -333,13 +333,13 @@ describe("gate proxy (real upstream, real hono server)", () => {
     });
     await send({ "x-router-conversation": "bad value with spaces", "x-session-id": "ses_c" });
     expect(store.decisions).toEqual([
-      { conversation: "ses_a", agent: null, parent: "ses_p", pluginVersion: null },
-      { conversation: "ses_b", agent: "build", parent: "ses_q", pluginVersion: "0.1.0" },
-      { conversation: "ses_c", agent: null, parent: null, pluginVersion: null },
+      { sessionId: "ses_a", agent: null, parent: "ses_p", pluginVersion: null },
+      { sessionId: "ses_b", agent: "build", parent: "ses_q", pluginVersion: "0.1.0" },
+      { sessionId: "ses_c", agent: null, parent: null, pluginVersion: null },
     ]);
     const recs = await store.waitRecords(3);
     expect(recs[1]).toMatchObject({
-      conversation: "ses_b",
+      session_id: "ses_b",
       agent: "build",
       parent: "ses_q",
       plugin_version: "0.1.0",
@@ -439,7 +439,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
       })
     ).text();
     const [rec] = await store.waitRecords(1);
-    expect(rec).toMatchObject({ conversation: "ses_a", client: "alice", error: null, response_bytes: 2 });
+    expect(rec).toMatchObject({ session_id: "ses_a", client: "alice", error: null, response_bytes: 2 });
     for (let i = 0; i < 5; i++) {
       await (await fetch(`${gate.url}/gate/ses_img${i}`)).text();
       await (await fetch(`${gate.url}/v1/models`, { headers: { "x-session-id": `ses_get${i}` } })).text();
@@ -484,7 +484,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(body.error.code).toBe("upstream_unreachable");
     expect(body.error.message).toContain("ECONNREFUSED");
     const [rec] = await store.waitRecords(1);
-    expect(rec).toMatchObject({ conversation: "ses_down", status: 502, model: "m-priced" });
+    expect(rec).toMatchObject({ session_id: "ses_down", status: 502, model: "m-priced" });
     expect(metrics.render()).toMatch(/stallguard_gate_upstream_errors_total\{kind="unreachable"\} [1-9]/);
   });
 
@@ -510,7 +510,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     const [rec] = await store.waitRecords(1);
     const first = new TextEncoder().encode(chunkLine(delta("first "))).length;
     expect(rec).toMatchObject({
-      conversation: "ses_silent",
+      session_id: "ses_silent",
       status: 200,
       prompt_tokens: null,
       error: "idle_timeout",
@@ -530,7 +530,7 @@ describe("gate proxy (real upstream, real hono server)", () => {
     await expect(res.text()).rejects.toThrow();
     const [rec] = await store.waitRecords(1);
     expect(rec).toMatchObject({
-      conversation: "ses_broken",
+      session_id: "ses_broken",
       status: 200,
       error: "upstream_stream",
       response_bytes: new TextEncoder().encode(chunkLine(delta("first "))).length,

@@ -25,7 +25,7 @@ function header(headers: Headers, schema: z.ZodType<string>, ...names: string[])
 export function identityFrom(headers: Headers): GateIdentity {
   return {
     // Session ids in opencode's charset, as on the wire (shared/wire.ts).
-    conversation: header(headers, idSchema, "x-router-conversation", "x-session-id"),
+    sessionId: header(headers, idSchema, "x-router-conversation", "x-session-id"),
     agent: header(headers, headerValue, "x-router-agent"),
     parent: header(headers, idSchema, "x-router-parent", "x-parent-session-id"),
     pluginVersion: header(headers, headerValue, "x-stallguard-plugin"),

@@ -2,7 +2,7 @@
  * The gate: an OpenAI-compatible reverse proxy in front of the model endpoint.
  *
  * - `/v1/<rest>` goes to `<upstream>/<rest>` (the upstream base ends in /v1).
- * - A refused conversation (or tree) is answered locally and never forwarded.
+ * - A refused session (or tree) is answered locally and never forwarded.
  * - Streaming answers pass through chunk by chunk; a line scanner reads only
  *   the usage chunk. Non-streaming JSON is scanned once for its usage. No
  *   request or response body is stored or logged: only counts, money, timings.

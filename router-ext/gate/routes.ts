@@ -1,4 +1,4 @@
-// The gate's routes: GET /gate/:conversation (is this session refused?) and
+// The gate's routes: GET /gate/:session (is this session refused?) and
 // the proxy on /v1/*. Only a request presenting a client key gets further; a
 // refused session or tree is answered locally and never forwarded; everything
 // else goes up (its body streamed, not held) with its usage read on the way down.
@@ -94,21 +94,21 @@ export function gateRoutes(opts: GateOptions): Hono {
   };
 
   // Read only: an <img> pointing here must not create a session row.
-  app.get("/gate/:conversation", async (c) => {
-    const parsed = idSchema.safeParse(c.req.param("conversation"));
+  app.get("/gate/:session", async (c) => {
+    const parsed = idSchema.safeParse(c.req.param("session"));
     if (!parsed.success) {
       return c.json(
         errorBody(
-          "conversation id must be 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)",
+          "session id must be 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)",
           "invalid_request_error",
           "bad_id",
         ),
         400,
       );
     }
-    const d = await peek({ conversation: parsed.data, agent: null, parent: null, pluginVersion: null });
+    const d = await peek({ sessionId: parsed.data, agent: null, parent: null, pluginVersion: null });
     return c.json({
-      conversation: parsed.data,
+      session_id: parsed.data,
       refused: d.refused,
       scope: d.refused ? d.scope : null,
       reason: d.refused ? d.reason : null,
@@ -161,7 +161,7 @@ export function gateRoutes(opts: GateOptions): Hono {
     });
     const model = () => routed.now?.model ?? rewriter.model;
     const base = (): Omit<RequestRecord, "status" | "duration_ms"> => ({
-      conversation: identity.conversation,
+      session_id: identity.sessionId,
       root_id: rootId,
       agent: identity.agent,
       parent: identity.parent,

@@ -9,12 +9,8 @@
 
 /** Who is asking, read from the request headers. */
 export interface GateIdentity {
-  /**
-   * The session id (session_id everywhere else; the gate keeps the header's
-   * word): X-Router-Conversation, else opencode's x-session-id; null when
-   * neither is sent. The requests table stores it as `conversation`.
-   */
-  conversation: string | null;
+  /** The session id: X-Router-Conversation, else opencode's x-session-id; null when neither is sent. */
+  sessionId: string | null;
   /** X-Router-Agent. */
   agent: string | null;
   /** X-Router-Parent, else opencode's x-parent-session-id. */
@@ -30,11 +26,11 @@ export interface GateDecision {
   scope: "session" | "tree" | null;
   /** Why (shown to the user inside the error message). null when allowed. */
   reason: string | null;
-  /** The conversation's tree root as the store knows it (the conversation itself for a root). */
+  /** The session's tree root as the store knows it (the session itself for a root). */
   rootId: string | null;
   /**
    * Modes (auto_limit_context, auto_recover stage 2): the tree is capped and this
-   * conversation's last measured context is at or over the cap. The gate answers
+   * session's last measured context is at or over the cap. The gate answers
    * with a context-overflow error so opencode compacts. Absent or null: no cap applies.
    */
   overCap?: { cap: number; tokens: number } | null;
@@ -42,8 +38,8 @@ export interface GateDecision {
 
 /** One proxied (or refused) request. Snake case: it maps onto a table row. */
 export interface RequestRecord {
-  /** null when the client sent no conversation header. */
-  conversation: string | null;
+  /** null when the client sent no session id header. */
+  session_id: string | null;
   root_id: string | null;
   agent: string | null;
   parent: string | null;
@@ -83,7 +79,7 @@ export interface GateStore {
   recordRequest(record: RequestRecord): void | Promise<void>;
 }
 
-/** The decision for an unknown or allowed conversation. */
+/** The decision for an unknown or allowed session. */
 export function allowed(rootId: string | null): GateDecision {
   return { refused: false, scope: null, reason: null, rootId };
 }

@@ -39,7 +39,7 @@ export class MemoryGateStore implements GateStore {
 
   decide(identity: GateIdentity): GateDecision {
     this.decisions.push(identity);
-    const id = identity.conversation;
+    const id = identity.sessionId;
     if (!id) return { refused: false, scope: null, reason: null, rootId: null };
     if (identity.parent && identity.parent !== id) this.parents.set(id, identity.parent);
     return this.peek(identity);
@@ -47,7 +47,7 @@ export class MemoryGateStore implements GateStore {
 
   /** decide without learning or counting (GET). */
   peek(identity: GateIdentity): GateDecision {
-    const id = identity.conversation;
+    const id = identity.sessionId;
     if (!id) return { refused: false, scope: null, reason: null, rootId: null };
     const root = this.rootOf(id);
     const own = this.sessions.get(id);

@@ -1,6 +1,6 @@
 // The modes' durable half through the real /progress app on a real SQLite
 // file: scoped refusals, directive re-sends and acknowledgements, the stage
-// and recovery count across a restart, per-conversation refusal counting and
+// and recovery count across a restart, per-session refusal counting and
 // the context cap the gate reads.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -129,10 +129,10 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     expect(d).toMatchObject({ action: "recover", session_id: "w", root_id: "root" });
     expect(d.report).toContain("Avoid:");
 
-    const id = { conversation: "w", agent: "general", parent: "root", pluginVersion: "0.1.0" };
+    const id = { sessionId: "w", agent: "general", parent: "root", pluginVersion: "0.1.0" };
     expect(store.decide(id, clock)).toMatchObject({ refused: true, scope: "session", rootId: "root" });
     expect(store.decide({ ...id, agent: "compaction" }, clock).refused).toBe(false);
-    expect(store.decide({ ...id, conversation: "root", parent: null }, clock).refused).toBe(false);
+    expect(store.decide({ ...id, sessionId: "root", parent: null }, clock).refused).toBe(false);
 
     // Not acknowledged: not re-sent at once, re-sent on a later heartbeat answer.
     clock += 1000;
@@ -172,16 +172,14 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     ]);
   });
 
-  it("counts a refusal once per conversation, however often the client retries", () => {
+  it("counts a refusal once per session, however often the client retries", () => {
     const app = appFor();
     return post(app, looping("w", clock)).then(() => {
-      const id = { conversation: "w", agent: "general", parent: "root", pluginVersion: null };
+      const id = { sessionId: "w", agent: "general", parent: "root", pluginVersion: null };
       for (let i = 0; i < 6; i++) expect(store.decide(id, clock + i).refused).toBe(true);
       const counters = store.metrics({ now: clock, liveWindowMs: 1 }).counters;
       expect(counters.refused_conversations_total).toBe(1);
-      const row = store.db
-        .prepare("SELECT requests FROM refused_conversations WHERE conversation = 'w'")
-        .get();
+      const row = store.db.prepare("SELECT requests FROM refused_sessions WHERE session_id = 'w'").get();
       expect(row).toEqual({ requests: 6 });
     });
   });
@@ -220,8 +218,7 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     store.setRefusal("tree", "root", "running", "admin", clock, "admin Resume");
     expect(store.modes.capOf("root")).toBeNull();
     expect(
-      store.decide({ conversation: "w2", agent: "general", parent: "root", pluginVersion: null }, clock)
-        .refused,
+      store.decide({ sessionId: "w2", agent: "general", parent: "root", pluginVersion: null }, clock).refused,
     ).toBe(false);
   });
 
@@ -234,7 +231,7 @@ describe("modes store (real SQLite file, real /progress app)", () => {
       looping("w", clock + 1, { id: "p:w:ok:1", verdict: "ok", previous: "looping", reason: null }),
     );
     expect(
-      store.decide({ conversation: "w", agent: null, parent: "root", pluginVersion: null }, clock).refused,
+      store.decide({ sessionId: "w", agent: null, parent: "root", pluginVersion: null }, clock).refused,
     ).toBe(false);
     expect(store.modes.liftSession("other", "session ok", clock)).toBe(false);
   });
@@ -244,8 +241,7 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     const r = await post(app, looping("root", clock));
     expect(r.directives).toEqual([expect.objectContaining({ action: "compact", session_id: "root" })]);
     expect(
-      store.decide({ conversation: "root", agent: "build", parent: null, pluginVersion: null }, clock)
-        .refused,
+      store.decide({ sessionId: "root", agent: "build", parent: null, pluginVersion: null }, clock).refused,
     ).toBe(false);
   });
 
@@ -253,10 +249,10 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     const app = appFor("auto_limit_context");
     await post(app, looping("root", clock));
     expect(store.modes.capOf("root")).toBe(4000);
-    const id = { conversation: "root", agent: "build", parent: null, pluginVersion: null };
+    const id = { sessionId: "root", agent: "build", parent: null, pluginVersion: null };
     const req = (agent: string, tokens: number, at: number) =>
       store.recordRequest({
-        conversation: "root",
+        session_id: "root",
         root_id: "root",
         agent,
         parent: null,

@@ -50,7 +50,7 @@ const DESCRIPTIONS: Record<string, string> = {
   "progress.recover_window": "A second detection in a tree within this window is stage 2",
   "progress.max_recoveries": "Detections per tree per window before the hard stop (auto_recover)",
   "progress.context_cap": "Context cap in prompt tokens (auto_limit_context)",
-  "progress.refusal.status": "HTTP status the gate answers a refused conversation with",
+  "progress.refusal.status": "HTTP status the gate answers a refused session with",
   "progress.refusal.retry_after_s": "Retry-After seconds on a refusal; empty sends none",
   "progress.heartbeat": "Plugin heartbeat period; silent for 3 periods = plugin gone",
   "progress.retention": "History older than this is pruned",

@@ -45,7 +45,7 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
   counter("stallguard_refusals_total", "Requests the gate refused.");
   counter(
     "stallguard_refused_conversations_total",
-    "Conversations refused (once per conversation and refusal, however often the client retries).",
+    "Sessions refused (once per session and refusal, however often the client retries).",
   );
   counter("stallguard_directive_results_total", "Recovery directives the plugin reported done, by outcome.", [
     "outcome",

@@ -59,7 +59,7 @@ describe("session page API and marks", () => {
     return res.json();
   };
   const refused = (session: string) =>
-    store.decide({ conversation: session, agent: "general", parent: ROOT, pluginVersion: null }, now).refused;
+    store.decide({ sessionId: session, agent: "general", parent: ROOT, pluginVersion: null }, now).refused;
 
   beforeEach(async () => {
     now = T0;

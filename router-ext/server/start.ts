@@ -172,7 +172,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   let gate = buildGate(cfg());
   const gateMount = new Hono();
   gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw, c.env));
-  gateMount.get("/gate/:conversation", (c) => gate.fetch(c.req.raw, c.env));
+  gateMount.get("/gate/:session", (c) => gate.fetch(c.req.raw, c.env));
   if (cfg().server.upstream === null)
     log("gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503");
 

@@ -56,7 +56,7 @@ describe("auto_recover in the admin page (real Chromium, real gate)", () => {
       cannot_act: null,
     });
 
-    // The whole tree is refused: the worker and its root, retries counted once per conversation.
+    // The whole tree is refused: the worker and its root, retries counted once per session.
     const before = await counter("stallguard_refused_conversations_total");
     for (let i = 0; i < 3; i++) expect((await chat(WORKER, ROOT)).status).toBe(403);
     expect((await chat(ROOT, null)).status).toBe(403);

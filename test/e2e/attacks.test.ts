@@ -272,7 +272,7 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
       })
       .toBe(0);
     const db = new Database(srv.dbPath, { readonly: true });
-    const row = db.prepare("SELECT client FROM requests WHERE conversation = 'ses_locked'").get() as {
+    const row = db.prepare("SELECT client FROM requests WHERE session_id = 'ses_locked'").get() as {
       client: string;
     };
     db.close();

@@ -79,7 +79,7 @@ describe("the gate's client key in real opencode", () => {
     const db = new Database(join(dir, "stallguard.db"), { readonly: true });
     try {
       return (
-        db.prepare("SELECT client FROM requests WHERE conversation = ?").all(session) as Array<{
+        db.prepare("SELECT client FROM requests WHERE session_id = ?").all(session) as Array<{
           client: string;
         }>
       ).map((r) => r.client);

@@ -97,7 +97,7 @@ describe("gate with real opencode", () => {
     const upstreamSeen = model.requests.filter((r) => r.sessionId === s.id);
     expect(upstreamSeen.length).toBeGreaterThanOrEqual(3); // title + tool step + text step
     const recs = await store.waitRecords(upstreamSeen.length);
-    const mine = recs.filter((r) => r.conversation === s.id);
+    const mine = recs.filter((r) => r.session_id === s.id);
     expect(mine).toHaveLength(upstreamSeen.length);
     for (const r of mine) {
       expect(r).toMatchObject({
@@ -149,7 +149,7 @@ describe("gate with real opencode", () => {
     const err = await errorSeen;
     await oc.waitIdle(s.id, 30_000);
     ev.stop();
-    const refused = store.records.filter((r) => r.conversation === s.id);
+    const refused = store.records.filter((r) => r.session_id === s.id);
     const first = Math.min(...refused.map((r) => r.started_at));
     const retryAt = await retrySeen;
     const msgs = await oc.messages(s.id);

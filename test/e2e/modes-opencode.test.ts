@@ -65,7 +65,7 @@ describe("modes in real opencode", () => {
       )[0] as { received_at: number }
     ).received_at;
     const rows = db<{ agent: string; status: number; started_at: number; duration_ms: number }>(
-      "SELECT agent, status, started_at, duration_ms FROM requests WHERE conversation = ? AND started_at >= ? ORDER BY seq",
+      "SELECT agent, status, started_at, duration_ms FROM requests WHERE session_id = ? AND started_at >= ? ORDER BY seq",
       id,
       at,
     );
@@ -98,7 +98,7 @@ describe("modes in real opencode", () => {
     expect(bodyText(c)).toContain("stallguard");
     expect(bodyText(c)).toContain("Avoid:");
     await expect.poll(() => lastText(s.id), { timeout: 60_000, interval: 300 }).toBe("compacted and done");
-    expect(db("SELECT 1 FROM requests WHERE conversation = ? AND refused = 1", s.id)).toEqual([]);
+    expect(db("SELECT 1 FROM requests WHERE session_id = ? AND refused = 1", s.id)).toEqual([]);
     const results = db<{ ok: number; action: string }>(
       "SELECT ok, action FROM mode_directives WHERE session_id = ?",
       s.id,
@@ -123,14 +123,14 @@ describe("modes in real opencode", () => {
     await expect.poll(() => compacted(s.id), { timeout: 60_000, interval: 200 }).toBe(true);
     await expect.poll(() => lastText(s.id), { timeout: 60_000, interval: 300 }).toBe("capped and done");
     const refused = db<{ status: number; agent: string }>(
-      "SELECT status, agent FROM requests WHERE conversation = ? AND refused = 1",
+      "SELECT status, agent FROM requests WHERE session_id = ? AND refused = 1",
       s.id,
     );
     expect(refused).toEqual([{ status: 413, agent: "build" }]);
     console.log(`auto_limit_context: ${figures(s.id)}`);
     // The compaction was opencode's own (overflow), through the gate.
     expect(
-      db("SELECT 1 FROM requests WHERE conversation = ? AND agent = 'compaction' AND status = 200", s.id),
+      db("SELECT 1 FROM requests WHERE session_id = ? AND agent = 'compaction' AND status = 200", s.id),
     ).toHaveLength(1);
   }, 120_000);
 
@@ -227,7 +227,7 @@ describe("modes in real opencode", () => {
     const stoppedAt = (log[0] as { changed_at: number }).changed_at;
     const liftedAt = (log[1] as { changed_at: number }).changed_at;
     const late = db<{ refused: number; agent: string }>(
-      "SELECT refused, agent FROM requests WHERE conversation = ? AND started_at > ? AND started_at < ?",
+      "SELECT refused, agent FROM requests WHERE session_id = ? AND started_at > ? AND started_at < ?",
       w,
       stoppedAt,
       liftedAt,
@@ -243,17 +243,17 @@ describe("modes in real opencode", () => {
     ).received_at;
     // What one recovery cost at the gate, from the detection on: the recovery's
     // compaction and continue turn of the root, and any refused worker request.
-    const cost = db<{ conversation: string; agent: string; status: number; refused: number }>(
-      "SELECT conversation, agent, status, refused FROM requests WHERE conversation IN (?, ?) AND started_at >= ? ORDER BY seq",
+    const cost = db<{ session_id: string; agent: string; status: number; refused: number }>(
+      "SELECT session_id, agent, status, refused FROM requests WHERE session_id IN (?, ?) AND started_at >= ? ORDER BY seq",
       tree.root,
       w,
       detectedAt,
     );
-    expect(cost.filter((r) => r.conversation === tree.root && r.agent === "compaction")).toHaveLength(1);
+    expect(cost.filter((r) => r.session_id === tree.root && r.agent === "compaction")).toHaveLength(1);
     console.log(
       `auto_recover round ${n}: detection -> continued ${done - detectedAt} ms (polled, upper bound), round ${done - t0} ms, ` +
         `model requests in the round ${model.requests.length - requestsBefore}; gate requests after detection: ` +
-        cost.map((r) => `${r.conversation === w ? "worker" : "root"}/${r.agent}/${r.status}`).join(", "),
+        cost.map((r) => `${r.session_id === w ? "worker" : "root"}/${r.agent}/${r.status}`).join(", "),
     );
     return w;
   };
@@ -311,7 +311,7 @@ describe("modes in real opencode", () => {
       model.requests.slice(0, modelBefore).filter((r) => r.sessionId === tree.root).length,
     );
     expect(
-      db("SELECT 1 FROM requests WHERE conversation = ? AND refused = 1 AND status = 403", tree.root).length,
+      db("SELECT 1 FROM requests WHERE session_id = ? AND refused = 1 AND status = 403", tree.root).length,
     ).toBeGreaterThan(0);
 
     const res = await fetch(`${srv.url}/api/trees/${tree.root}/resume`, {
@@ -342,7 +342,7 @@ describe("modes in real opencode", () => {
     expect(log.map((r) => r.state)).toEqual(["stopped", "running"]);
     // The continue turn was not refused: nothing of this session got a 403 after the compaction.
     const afterCompaction = db<{ status: number }>(
-      `SELECT status FROM requests WHERE conversation = ? AND seq > (SELECT MAX(seq) FROM requests WHERE conversation = ? AND agent = 'compaction')`,
+      `SELECT status FROM requests WHERE session_id = ? AND seq > (SELECT MAX(seq) FROM requests WHERE session_id = ? AND agent = 'compaction')`,
       s.id,
       s.id,
     );

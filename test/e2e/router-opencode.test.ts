@@ -104,7 +104,7 @@ describe("router extension with real opencode and the plugin", () => {
     const ro = new Database(srv.dbPath, { readonly: true });
     try {
       const statuses = ro.prepare(
-        "SELECT DISTINCT status FROM requests WHERE refused = 1 AND conversation = ?",
+        "SELECT DISTINCT status FROM requests WHERE refused = 1 AND session_id = ?",
       );
       expect(statuses.all(s.id)).toEqual([{ status: 429 }]);
     } finally {

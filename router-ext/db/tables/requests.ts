@@ -1,29 +1,29 @@
 // requests: one record per proxied (or refused) model request: counts, money
-// and timings, never a body. `conversation` is the session id the gate read
-// from X-Router-Conversation.
+// and timings, never a body; session_id as read from X-Router-Conversation or
+// opencode's x-session-id.
 import type Database from "better-sqlite3";
 import type { RequestView } from "../../api/session-detail.ts";
 import type { RequestRecord } from "../../gate/store.ts";
 
 export function requestsTable(db: Database.Database) {
   const insert = db.prepare(
-    `INSERT INTO requests (conversation, root_id, agent, parent, model, status, prompt_tokens, completion_tokens,
+    `INSERT INTO requests (session_id, root_id, agent, parent, model, status, prompt_tokens, completion_tokens,
        cached_tokens, cost_usd, context_tokens, started_at, duration_ms, refused, plugin_version, client, error,
        response_bytes)
-     VALUES (@conversation, @root_id, @agent, @parent, @model, @status, @prompt_tokens, @completion_tokens,
+     VALUES (@session_id, @root_id, @agent, @parent, @model, @status, @prompt_tokens, @completion_tokens,
        @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version, @client,
        @error, @response_bytes)`,
   );
   // The last measured context since the session's last compaction (the compaction's own request excluded).
   const lastContext = db.prepare<[string, string], { tokens: number }>(
     `SELECT context_tokens AS tokens FROM requests
-     WHERE conversation = ? AND refused = 0 AND context_tokens IS NOT NULL AND COALESCE(agent, '') <> 'compaction'
-       AND started_at > COALESCE((SELECT MAX(started_at) FROM requests WHERE conversation = ? AND agent = 'compaction'), -1)
+     WHERE session_id = ? AND refused = 0 AND context_tokens IS NOT NULL AND COALESCE(agent, '') <> 'compaction'
+       AND started_at > COALESCE((SELECT MAX(started_at) FROM requests WHERE session_id = ? AND agent = 'compaction'), -1)
      ORDER BY started_at DESC, seq DESC LIMIT 1`,
   );
   const forConversations = db.prepare<[string, number], Omit<RequestView, "refused"> & { refused: number }>(
-    `SELECT * FROM (SELECT started_at AS at, conversation AS session_id, agent, status, refused, cost_usd, context_tokens, seq
-       FROM requests WHERE conversation IN (SELECT value FROM json_each(?)) ORDER BY started_at DESC, seq DESC LIMIT ?)
+    `SELECT * FROM (SELECT started_at AS at, session_id, agent, status, refused, cost_usd, context_tokens, seq
+       FROM requests WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY started_at DESC, seq DESC LIMIT ?)
      ORDER BY at, seq`,
   );
   const prune = db.prepare("DELETE FROM requests WHERE started_at < ?");

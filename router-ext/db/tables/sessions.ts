@@ -104,14 +104,14 @@ function listSql(where: string, tail: string): string {
          rs.state AS sess_state, rs.changed_by AS sess_by, rs.changed_at AS sess_at,
          m.kind AS mark_kind, m.marked_by AS mark_by, m.marked_at AS mark_at,
          m.verdict AS mark_verdict, m.reason AS mark_reason,
-         (SELECT COUNT(*) FROM requests q WHERE q.conversation = s.session_id) AS g_requests,
+         (SELECT COUNT(*) FROM requests q WHERE q.session_id = s.session_id) AS g_requests,
          (SELECT COUNT(*) FROM requests q
-            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
+            WHERE q.session_id IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
               AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_turns,
          (SELECT TOTAL(q.cost_usd) FROM requests q
-            WHERE q.conversation IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
+            WHERE q.session_id IN (SELECT s.session_id UNION ALL SELECT c.session_id FROM sessions c WHERE c.parent_id = s.session_id)
               AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_usd,
-         (SELECT q.context_tokens FROM requests q WHERE q.conversation = s.session_id AND q.context_tokens IS NOT NULL AND q.refused = 0
+         (SELECT q.context_tokens FROM requests q WHERE q.session_id = s.session_id AND q.context_tokens IS NOT NULL AND q.refused = 0
             ORDER BY q.started_at DESC LIMIT 1) AS g_ctx
        FROM sessions s
        LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
