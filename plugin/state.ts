@@ -6,7 +6,6 @@
 // waits for its work-tree probe off the tool path; the observations after it
 // queue behind it, so the judge sees them in the order replay does.
 
-import { BoundedMap } from "../shared/bounded-map.ts";
 import {
   incidentReport,
   isCompleteHook,
@@ -21,6 +20,7 @@ import { obj, text } from "../shared/read.ts";
 import { heartbeatSessions } from "./heartbeat.ts";
 import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
 import { ObservationQueue, type Timer } from "./observation-queue.ts";
+import { type ClientLike, OpencodeUi } from "./opencode-ui.ts";
 import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
 import { CallDedupe, callFromPart, toolPartHead } from "./sensor.ts";
@@ -30,14 +30,7 @@ import { requestKind, usageOf, userTurnOf } from "./turns.ts";
 import { PLUGIN_VERSION } from "./version.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
 
-/** The parts of opencode's client the plugin uses; every call is optional and may fail. */
-export interface ClientLike {
-  session?: { get?: (o: { path: { id: string } }) => Promise<unknown> };
-  tui?: { showToast?: (o: { body: Toast }) => Promise<unknown> };
-  app?: {
-    log?: (o: { body: { service: string; level: "warn" | "error"; message: string } }) => Promise<unknown>;
-  };
-}
+export type { ClientLike } from "./opencode-ui.ts";
 
 export interface StallguardDeps {
   settings: Settings;
@@ -73,8 +66,6 @@ export interface StallguardStats {
   waiting: number;
 }
 
-const LOG_EVERY_MS = 60_000;
-
 export class Stallguard {
   readonly forest: SessionForest;
   readonly identity: IdentityCache;
@@ -83,7 +74,7 @@ export class Stallguard {
   private readonly writes: WriteProbe;
   private readonly probes: ProbeHooks;
   private readonly queue: ObservationQueue;
-  private readonly lastLog = new BoundedMap<string, number>(64);
+  private readonly ui: OpencodeUi;
   private readonly now: () => number;
   private readonly version: string;
   private readonly instanceId: string;
@@ -96,6 +87,7 @@ export class Stallguard {
   constructor(private readonly deps: StallguardDeps) {
     const s = deps.settings;
     this.now = deps.now ?? Date.now;
+    this.ui = new OpencodeUi(deps.client, this.now);
     this.version = deps.version ?? PLUGIN_VERSION;
     this.instanceId = deps.instanceId ?? `sg_${Math.random().toString(36).slice(2, 12)}${Date.now()}`;
     this.directory = deps.directory ?? null;
@@ -370,34 +362,11 @@ export class Stallguard {
 
   /** Shows a toast in opencode (plugin.toasts off: none); a failure is logged, never thrown. */
   showToast(toast: Toast): void {
-    const show = this.deps.client?.tui?.showToast;
-    if (!this.deps.settings.toasts || !show) return;
-    this.counts.toasts++;
-    try {
-      show.call(this.deps.client?.tui, { body: toast }).catch((err: unknown) => {
-        this.log("warn", "toast_failed", String(err));
-      });
-    } catch (err) {
-      this.log("warn", "toast_failed", String(err));
-    }
+    if (this.deps.settings.toasts && this.ui.toast(toast)) this.counts.toasts++;
   }
 
   /** Logs through opencode's log endpoint, at most once a minute per code. */
   log(level: "warn" | "error", code: string, message: string): void {
-    const now = this.now();
-    const last = this.lastLog.get(code);
-    if (last !== undefined && now - last < LOG_EVERY_MS) return;
-    this.lastLog.set(code, now);
-    const log = this.deps.client?.app?.log;
-    if (!log) return;
-    try {
-      log
-        .call(this.deps.client?.app, {
-          body: { service: "stallguard", level, message: `${code}: ${message}`.slice(0, 500) },
-        })
-        .catch(() => undefined);
-    } catch {
-      // the log endpoint itself failed: there is nowhere left to report it
-    }
+    this.ui.log(level, code, message);
   }
 }
