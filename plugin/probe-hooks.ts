@@ -72,8 +72,9 @@ export class ProbeHooks {
 
   /** The probe's pending answer for a bash call that may write; null when there is none to wait for. */
   after(input: unknown, args: unknown): Promise<TreeAnswer | null> | null {
-    const bash = this.probe ? bashCommandOf(input, args) : null;
-    if (!bash || !this.probe) return null;
+    if (!this.probe) return null;
+    const bash = bashCommandOf(input, args);
+    if (!bash) return null;
     try {
       return this.probe.after(bash.sessionId, bash.callId, bash.command, text(obj(args).workdir));
     } catch (err) {
