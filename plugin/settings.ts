@@ -41,6 +41,8 @@ export interface Settings {
   idleEvictMs: number;
   maxSessions: number;
   toasts: boolean;
+  /** The work-tree probe after bash calls that may write: on or off, and its time bound. */
+  probe: { enabled: boolean; timeoutMs: number };
 }
 
 export interface SettingsInput {
@@ -124,6 +126,10 @@ export function loadSettings(input: SettingsInput): SettingsResult {
       idleEvictMs: config.plugin.idle_evict,
       maxSessions: config.plugin.max_sessions,
       toasts: config.plugin.toasts,
+      probe: {
+        enabled: config.plugin.worktree_probe.enabled,
+        timeoutMs: config.plugin.worktree_probe.timeout,
+      },
     },
     issues,
   };

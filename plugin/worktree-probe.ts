@@ -61,7 +61,7 @@ export class WorktreeProbe {
   private readonly run: GitRunner;
   private readonly timer: Timer;
   private readonly now: () => number;
-  private readonly timeoutMs: number;
+  readonly timeoutMs: number;
   private readonly maxPending: number;
   private chain: Promise<void> = Promise.resolve();
   private pending = 0;

@@ -331,6 +331,18 @@ const pluginSchema = z.strictObject({
   idle_evict: duration.prefault("2h"),
   max_sessions: z.number().int().min(1).max(100_000).default(500),
   toasts: z.boolean().default(true),
+  /**
+   * After a bash call that may write, the plugin fingerprints the work tree
+   * (plugin/worktree-probe.ts) off the tool path. Off: such a call lands when
+   * its command writes a file and exits 0 (shared/bash-writes.ts), as in replay.
+   */
+  worktree_probe: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** Longest one fingerprint may take; a slower tree gives no answer and the command decides. */
+      timeout: duration.prefault("1500ms"),
+    })
+    .prefault({}),
 });
 
 export const configSchema = z.strictObject({
