@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { configSchema } from "../shared/index.ts";
 import { loadSettings } from "./settings.ts";
 
 // A config folder of our own: the plugin reads plugin.token from $XDG_CONFIG_HOME/stallguard.
@@ -69,6 +70,6 @@ describe("loadSettings", () => {
     expect(issues.join("\n")).toMatch(/cannot read \/missing/);
     expect(issues.join("\n")).toMatch(/plugin options/);
     expect(settings.routerUrl).toBe("http://127.0.0.1:4870");
-    expect(settings.policy.thresholds.top_warn).toBe(6);
+    expect(settings.policy.thresholds.top_warn).toBe(configSchema.parse({}).thresholds.top_warn);
   });
 });

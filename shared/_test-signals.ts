@@ -27,6 +27,7 @@ export function quietSignals(over: Partial<Signals> = {}): Signals {
     topRepeat: null,
     topSame: null,
     cumRepeat: null,
+    cycle: null,
     mostRepeated: [],
     novelty: 1,
     callsSinceNovel: 0,

@@ -206,8 +206,11 @@ const thresholdsSchema = z.strictObject({
   flip_warn: z.number().int().min(1).default(7),
   flip_loop: z.number().int().min(1).default(12),
   /** The same call with the same result this many times in the window. */
-  top_warn: z.number().int().min(2).default(6),
+  top_warn: z.number().int().min(2).default(7),
   top_loop: z.number().int().min(2).default(12),
+  /** Whole turns in a row of a cycle of two to four calls, each with the same result (shared/cycle.ts). */
+  cycle_warn: z.number().int().min(2).default(5),
+  cycle_loop: z.number().int().min(2).default(10),
   /** The same for read-only agents, which never land (TOP_MIN_RO). */
   top_ro_warn: z.number().int().min(2).default(8),
   top_ro_loop: z.number().int().min(2).default(16),

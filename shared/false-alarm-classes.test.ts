@@ -285,6 +285,36 @@ describe("class 5 and the outcome-aware signals", () => {
     expect(s.flagged).toBe(false);
   });
 
+  it("two calls going round with the same answers are a cycle; with changing answers, or across a landing, not", () => {
+    const usage = "Usage: search_file <search_term> [<file>]";
+    const stuck = new Session();
+    stuck.read("a.py", "one");
+    for (let i = 0; i < 20; i++) stuck.read(`other${i}.py`, "x");
+    for (let i = 0; i < t.cycle_warn; i++) {
+      stuck.call("grep", { pattern: "_skip", path: "a.py" }, usage, { status: "error" });
+      stuck.call("grep", { pattern: "_skip", path: `${DIR}/src/a.py` }, "Found 5 matches");
+    }
+    expect(stuck.verdict).not.toBe("ok");
+    expect(stuck.forest.get("s")?.lastVerdict.reason).toBe("cycle");
+    // each call alone stays under top_warn: the cycle is what flags it
+    expect(t.cycle_warn).toBeLessThan(t.top_warn);
+    // polling two status commands while a build moves: the answers change, no cycle
+    const polling = new Session();
+    for (let i = 0; i < 3 * t.cycle_warn; i++) {
+      polling.bash("sh ci/status.sh", 0, `step ${i}/40`);
+      polling.bash("tail -n 1 build.log", 0, `compiling module ${i}`);
+    }
+    expect(polling.flagged).toBe(false);
+    // the same pair between landed edits: every edit starts a new stretch
+    const working = new Session();
+    for (let i = 0; i < 3 * t.cycle_warn; i++) {
+      working.bash("pytest -q", 1, FAIL_OUT);
+      working.read("calc.py", "def add(a, b):\n    return a - b\n");
+      working.edit("calc.py", `# ${i}`, `# ${i + 1}`);
+    }
+    expect(working.flagged).toBe(false);
+  });
+
   it("the spec's slow loop (one call every 12th among novel ones, nothing landed) is caught within 120 calls", () => {
     const s = new Session();
     for (let i = 1; i <= 320; i++) {

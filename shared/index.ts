@@ -3,6 +3,7 @@
 export * from "./adapters/hook.ts";
 export * from "./adapters/stored.ts";
 export * from "./config.ts";
+export * from "./cycle.ts";
 export * from "./duration.ts";
 export * from "./forest.ts";
 export * from "./hash.ts";

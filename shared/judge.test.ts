@@ -89,6 +89,19 @@ describe("worker: both conditions must hold", () => {
     expect(judge(sig({ ...looped, topRepeat: repeat(t.top_loop * 2) }), t).verdict).toBe("ok");
   });
 
+  it("a short cycle, same results: below cycle_warn turns ok, at it stalling, at cycle_loop looping", () => {
+    const cycle = (reps: number) => ({ period: 2, reps, tool: "grep", target: "src" });
+    expect(judge(sig({ ...stalled, cycle: cycle(t.cycle_warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, cycle: cycle(t.cycle_warn) }), t)).toEqual({
+      verdict: "stalling",
+      reason: "cycle",
+    });
+    expect(judge(sig({ ...looped, cycle: cycle(t.cycle_loop) }), t).verdict).toBe("looping");
+    // not without the stall condition, and never for a read-only agent (its rules are its own)
+    expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, cycle: cycle(50) }), t).verdict).toBe("ok");
+    expect(judge(sig({ readOnly: true, cycle: cycle(50) }), t).verdict).toBe("ok");
+  });
+
   it("flip-flops: below flip_warn ok, at flip_warn stalling, at flip_loop looping", () => {
     expect(judge(sig({ ...stalled, flipFlops: t.flip_warn - 1 }), t).verdict).toBe("ok");
     expect(judge(sig({ ...stalled, flipFlops: t.flip_warn }), t)).toEqual({

@@ -10,6 +10,7 @@ interface Level {
   dup: number;
   fail: number;
   top: number;
+  cycle: number;
   flip: number;
 }
 
@@ -18,6 +19,7 @@ function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
   if (s.failStreak >= lvl.fail) return "fail_streak";
   if (s.flipFlops >= lvl.flip) return "flip_flop";
   if (s.topSame && s.topSame.count >= lvl.top) return "repeat_target";
+  if (s.cycle && s.cycle.reps >= lvl.cycle) return "cycle";
   // a share is compared with a little slack: 9/20 computed in floating point is just under 0.45
   if (s.windowSize >= t.min_calls && s.repeatShare >= lvl.dup - 1e-9) return "duplicates";
   if (s.injectedSinceLanded >= t.continuation_warn) return "continuations";
@@ -38,6 +40,7 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
     dup: t.dup_loop,
     fail: t.fail_loop,
     top: t.top_loop,
+    cycle: t.cycle_loop,
     flip: t.flip_loop,
   };
   const warnLvl = {
@@ -46,6 +49,7 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
     dup: t.dup_warn,
     fail: t.fail_warn,
     top: t.top_warn,
+    cycle: t.cycle_warn,
     flip: t.flip_warn,
   };
   const stalled = (lvl: Level) => since >= lvl.turns || (lvl.usd > 0 && usd >= lvl.usd);

@@ -7,6 +7,8 @@
 // N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
 import { bump, maxEntry } from "./counts.ts";
+import { CycleTracker } from "./cycle.ts";
+import { FailStreaks } from "./fail-streaks.ts";
 import { judge } from "./judge.ts";
 import { LandingJudge } from "./landing.ts";
 import type { Policy } from "./policy.ts";
@@ -52,6 +54,7 @@ type WindowSignals = Pick<
   | "topRepeat"
   | "topSame"
   | "cumRepeat"
+  | "cycle"
   | "mostRepeated"
 >;
 
@@ -81,9 +84,8 @@ export class SessionTracker {
   private readonly sameCount = new Map<string, number>();
   private readonly targetCount = new Map<string, number>();
   private readonly labels = new Map<string, Label>();
-  /** Failures of one exact call since its last success (key: fp), and that call's normalized key. */
-  private readonly streaks = new Map<string, number>();
-  private readonly streakNfp = new Map<string, string>();
+  private readonly streaks = new FailStreaks();
+  private readonly cycle = new CycleTracker();
   private readonly landing = new LandingJudge();
   private readonly seenTargets = new BoundedMap<string, true>(4096);
   private readonly usageSeen = new BoundedMap<string, true>(256);
@@ -165,15 +167,8 @@ export class SessionTracker {
         novel,
         reverted,
       });
-      // Keyed by the exact call: retries that vary (a different edit each
-      // time) are attempts, the same call failing again and again is a loop.
-      if (call.failed) {
-        this.streaks.set(call.fp, (this.streaks.get(call.fp) ?? 0) + 1);
-        this.streakNfp.set(call.fp, call.nfp);
-      } else {
-        this.streaks.delete(call.fp);
-        this.streakNfp.delete(call.fp);
-      }
+      this.streaks.record(call.fp, call.nfp, call.failed);
+      this.cycle.push(same, call.tool, call.target);
       this.callsSinceLanded++;
       this.cumSinceLanded.add(same, label);
     }
@@ -189,10 +184,7 @@ export class SessionTracker {
       bump(this.sameCount, old.same, -1);
       bump(this.targetCount, old.targetKey, -1);
       if (!this.nfpCount.has(old.nfp)) this.labels.delete(old.nfp);
-      if (!this.fpCount.has(old.fp)) {
-        this.streaks.delete(old.fp);
-        this.streakNfp.delete(old.fp);
-      }
+      if (!this.fpCount.has(old.fp)) this.streaks.forget(old.fp);
       if (old.novel) this.novelInWindow--;
       if (old.reverted) this.revertedInWindow--;
     } else {
@@ -230,7 +222,7 @@ export class SessionTracker {
     this.targetCount.clear();
     this.labels.clear();
     this.streaks.clear();
-    this.streakNfp.clear();
+    this.cycle.reset();
     this.novelInWindow = 0;
     this.revertedInWindow = 0;
     this.callsSinceLanded = 0;
@@ -316,20 +308,21 @@ export class SessionTracker {
     const topTarget = maxEntry(this.targetCount);
     const topNfp = maxEntry(this.nfpCount);
     const topSame = maxEntry(this.sameCount);
-    const streak = maxEntry(this.streaks);
+    const streak = this.streaks.max();
     const cum = this.cumSinceLanded.max();
     const labelOf = (key: string | undefined): Label | undefined => (key ? this.labels.get(key) : undefined);
     const topLabel = labelOf(topNfp?.[0]);
     const repeat = (label: Label | undefined, count: number): RepeatInfo | null =>
       label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
     this.cached = {
-      failStreak: streak?.[1] ?? 0,
-      failTarget: streak ? (labelOf(this.streakNfp.get(streak[0]))?.target ?? null) : null,
+      failStreak: streak?.count ?? 0,
+      failTarget: streak ? (labelOf(streak.nfp)?.target ?? null) : null,
       topTarget: topTarget ? (topTarget[0].split("\u0000")[1] ?? null) : null,
       topTargetCount: topTarget?.[1] ?? 0,
       topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
       topSame: topSame ? repeat(labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
       cumRepeat: cum ? repeat(cum.label, cum.count) : null,
+      cycle: this.cycle.current(),
       mostRepeated: this.sessionTop
         .top(3)
         .filter((e) => e.count > 1)
@@ -366,6 +359,7 @@ export class SessionTracker {
       topRepeat: w.topRepeat,
       topSame: w.topSame,
       cumRepeat: w.cumRepeat,
+      cycle: w.cycle,
       mostRepeated: [...w.mostRepeated],
       novelty: n ? this.novelInWindow / n : 1,
       callsSinceNovel: this.callsSinceNovel,

@@ -1,6 +1,7 @@
 // Plain values that flow through the detection core. Nothing here holds tool
 // arguments, file contents or command output: only hashes, coarse targets,
 // exit codes, booleans and counts.
+import type { CycleInfo } from "./cycle.ts";
 
 export type Verdict = "ok" | "stalling" | "looping";
 export const VERDICT_RANK: Record<Verdict, number> = { ok: 0, stalling: 1, looping: 2 };
@@ -105,6 +106,7 @@ export type Observation =
 export type FlagReason =
   | "duplicates"
   | "repeat_target"
+  | "cycle"
   | "fail_streak"
   | "whole_session"
   | "continuations"
@@ -153,6 +155,8 @@ export interface Signals {
   topSame: RepeatInfo | null;
   /** The most repeated call with the same result since the last landed change (whole-session rule). */
   cumRepeat: RepeatInfo | null;
+  /** Two to four calls going round with the same results, in the current stretch (shared/cycle.ts). */
+  cycle: CycleInfo | null;
   /** Most repeated calls over the whole session, for the report. */
   mostRepeated: RepeatInfo[];
   /** New targets per call in the window. */

@@ -111,7 +111,11 @@ describe("wire: transitions built from real verdict changes", () => {
       top_targets: [{ target: "read admin/frontend/navbar.js", count: c.signals.mostRepeated[0]?.count }],
       same_result: { target: "read admin/frontend/navbar.js", count: c.signals.topSame?.count },
       fail_target: null,
+      cycle: null,
     });
+    // An evidence from before cycles were reported still passes.
+    const { cycle: _c, ...before } = t.evidence ?? {};
+    expect(parseProgressBody({ ...t, evidence: before }).ok).toBe(true);
     // Nothing but the coarse target (the path under the project) travels.
     expect(JSON.stringify(t.evidence)).not.toContain("/r/");
     const { evidence: _e, ...old } = t;

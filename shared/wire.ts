@@ -63,6 +63,11 @@ export const wireEvidenceSchema = z.strictObject({
   same_result: repeatSchema.nullable(),
   /** The call the failure streak is on. */
   fail_target: target.nullable(),
+  /** Two to four calls going round with the same results: one of them, the period and whole turns in a row. */
+  cycle: z
+    .strictObject({ target, period: z.number().int().min(2).max(16), reps: count })
+    .nullable()
+    .optional(),
 });
 export type WireEvidence = z.infer<typeof wireEvidenceSchema>;
 
@@ -254,6 +259,9 @@ export function toWireEvidence(s: Signals): WireEvidence {
       .map((r) => ({ target: repeatText(r), count: clampCount(r.count) })),
     same_result: s.topSame ? { target: repeatText(s.topSame), count: clampCount(s.topSame.count) } : null,
     fail_target: s.failTarget === null ? null : s.failTarget.slice(0, 300),
+    cycle: s.cycle
+      ? { target: repeatText(s.cycle), period: s.cycle.period, reps: clampCount(s.cycle.reps) }
+      : null,
   };
 }
 

@@ -32,6 +32,8 @@ export const evidenceViewSchema = z.object({
   top_targets: z.array(repeatSchema),
   same_result: z.nullable(repeatSchema),
   fail_target: z.nullable(z.string()),
+  /** Absent in transitions from before cycles were reported. */
+  cycle: z.optional(z.nullable(z.object({ target: z.string(), period: z.number(), reps: z.number() }))),
 });
 export type EvidenceView = z.infer<typeof evidenceViewSchema>;
 

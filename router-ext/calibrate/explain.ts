@@ -2,6 +2,7 @@
 // behind the first flag, or the closest each rule came. Replays only the trees
 // of the sessions asked about (the audit's false flags and missed loops).
 import {
+  type CycleInfo,
   type FlagReason,
   mergedObservations,
   type Policy,
@@ -27,6 +28,7 @@ export interface Snapshot {
   flipFlops: number;
   topSame: RepeatInfo | null;
   cumRepeat: RepeatInfo | null;
+  cycle: CycleInfo | null;
   windowSize: number;
   repeatShare: number;
   injectedSinceLanded: number;
@@ -52,6 +54,7 @@ export interface Peaks {
   failStreak: number;
   flipFlops: number;
   topSame: RepeatInfo | null;
+  cycle: CycleInfo | null;
   repeatShare: number;
   injectedSinceLanded: number;
   cumRepeat: RepeatInfo | null;
@@ -78,6 +81,7 @@ function snapshot(s: Signals): Snapshot {
     flipFlops: s.flipFlops,
     topSame: copy(s.topSame),
     cumRepeat: copy(s.cumRepeat),
+    cycle: s.cycle ? { ...s.cycle } : null,
     windowSize: s.windowSize,
     repeatShare: s.repeatShare,
     injectedSinceLanded: s.injectedSinceLanded,
@@ -96,6 +100,7 @@ export function noPeaks(): Peaks {
     failStreak: 0,
     flipFlops: 0,
     topSame: null,
+    cycle: null,
     repeatShare: 0,
     injectedSinceLanded: 0,
     cumRepeat: null,
@@ -119,6 +124,7 @@ function addPeak(p: Peaks, s: Snapshot, t: Thresholds): void {
   p.failStreak = Math.max(p.failStreak, s.failStreak);
   p.flipFlops = Math.max(p.flipFlops, s.flipFlops);
   p.topSame = higher(p.topSame, s.topSame);
+  if (s.cycle && (!p.cycle || s.cycle.reps > p.cycle.reps)) p.cycle = { ...s.cycle };
   if (s.windowSize >= t.min_calls) p.repeatShare = Math.max(p.repeatShare, s.repeatShare);
   p.injectedSinceLanded = Math.max(p.injectedSinceLanded, s.injectedSinceLanded);
 }
@@ -164,6 +170,8 @@ export function explainSessions(
 
 const fmtShare = (v: number) => v.toFixed(2);
 const repeatText = (r: RepeatInfo) => `${r.tool} ${r.target} x${r.count}`;
+const cycleText = (c: CycleInfo) =>
+  `${c.period} calls going round (one: ${c.tool} ${c.target}) x${c.reps} turns`;
 
 /** The rule and the values behind a flag, e.g. "repeat_target: read src/x.py x6 same result (top_warn 6), ...". */
 export function describeFlag(f: FirstFlag, t: Thresholds): string {
@@ -185,6 +193,8 @@ export function describeFlag(f: FirstFlag, t: Thresholds): string {
       return `flip_flop: ${s.flipFlops} changes that repeat or undo an earlier one (${k("flip_warn", "flip_loop")}), ${stall()}`;
     case "repeat_target":
       return `repeat_target: ${s.topSame ? repeatText(s.topSame) : "?"} same result (${k("top_warn", "top_loop")}), ${stall()}`;
+    case "cycle":
+      return `cycle: ${s.cycle ? cycleText(s.cycle) : "?"} (${k("cycle_warn", "cycle_loop")}), ${stall()}`;
     case "read_only_repeat":
       return `read_only_repeat: ${s.topSame ? repeatText(s.topSame) : "?"} same result (${k("top_ro_warn", "top_ro_loop")})`;
     case "duplicates":
@@ -226,6 +236,7 @@ export function describeMiss(p: Peaks, t: Thresholds): string {
     fail,
     `flip-flops ${p.flipFlops} (flip_warn ${t.flip_warn})`,
     `repeat share ${fmtShare(p.repeatShare)} (dup_warn ${t.dup_warn}, judged from ${t.min_calls} calls)`,
+    `cycle ${p.cycle ? cycleText(p.cycle) : "none"} (cycle_warn ${t.cycle_warn})`,
     `continuations ${p.injectedSinceLanded} (continuation_warn ${t.continuation_warn})`,
   ]
     .join(", ")

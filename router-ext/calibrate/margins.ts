@@ -56,6 +56,8 @@ export const SCANS: Record<Knob, (current: number, t: Thresholds) => ScanRange> 
   flip_loop: int(1),
   top_warn: int(2),
   top_loop: int(2),
+  cycle_warn: int(2),
+  cycle_loop: int(2),
   top_ro_warn: int(2),
   top_ro_loop: int(2),
   cum_warn: int(2),

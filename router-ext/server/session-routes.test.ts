@@ -4,7 +4,7 @@
 // kept with who and when, shown in /api/sessions, counted on /metrics and
 // exported as calibrate labels; the detail answer carries what the page draws.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Heartbeat } from "../../shared/index.ts";
+import { configSchema, type Heartbeat } from "../../shared/index.ts";
 import { loopEvidence, signals, transition } from "../../test/helpers/wire-fixtures.ts";
 import { served } from "../breaker/testing.ts";
 import { openDatabase } from "../db/open.ts";
@@ -179,7 +179,7 @@ describe("session page API and marks", () => {
       d.refusals.map((r: { scope: string; key: string; state: string }) => `${r.scope}:${r.state}`),
     ).toEqual(["tree:stopped"]);
     expect(d.directives).toEqual([]);
-    expect(d.thresholds.top_warn).toBe(6);
+    expect(d.thresholds.top_warn).toBe(configSchema.parse({}).thresholds.top_warn);
     expect(d.mark).toBeNull();
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { configSchema } from "../../shared/index.ts";
 import { artifact, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
 import { signals, transition } from "../helpers/wire-fixtures.ts";
 
@@ -131,7 +132,8 @@ describe("admin page (real Chromium, real server)", () => {
     const row = page.locator('[data-knob="thresholds.top_warn"]');
     const input = row.locator("input");
     await input.waitFor();
-    expect(await input.inputValue()).toBe("6");
+    const shipped = configSchema.parse({}).thresholds.top_warn;
+    expect(await input.inputValue()).toBe(String(shipped));
     expect(await row.locator(".changed").isHidden()).toBe(true);
 
     await input.fill("1");
@@ -140,18 +142,18 @@ describe("admin page (real Chromium, real server)", () => {
     await expect.poll(() => error.textContent()).toMatch(/thresholds\.top_warn: .*2/);
     expect(await input.getAttribute("aria-invalid")).toBe("true");
     const unchanged: Json = await api("GET", "/api/knobs");
-    expect(unchanged.knobs.find((k: Json) => k.path === "thresholds.top_warn").value).toBe(6);
+    expect(unchanged.knobs.find((k: Json) => k.path === "thresholds.top_warn").value).toBe(shipped);
 
-    await input.fill("7");
+    await input.fill(String(shipped + 1));
     await input.press("Tab");
     await expect.poll(() => row.locator(".knob-status").textContent()).toBe("saved");
     expect(await error.textContent()).toBe("");
     const knobs: Json = await api("GET", "/api/knobs");
     expect(knobs.knobs.find((k: Json) => k.path === "thresholds.top_warn")).toMatchObject({
-      value: 7,
+      value: shipped + 1,
       overridden: true,
     });
-    // Changed from the default (6): marked so; the Sessions readout is not on this page.
+    // Changed from the default: marked so; the Sessions readout is not on this page.
     expect(await row.locator(".changed").isVisible()).toBe(true);
     expect(await page.locator("#sessions").isHidden()).toBe(true);
 
@@ -186,7 +188,7 @@ describe("admin page (real Chromium, real server)", () => {
     await page.locator('a[data-nav="knobs"]').click();
     await page.reload();
     await input.waitFor();
-    expect(await input.inputValue()).toBe("7");
+    expect(await input.inputValue()).toBe(String(shipped + 1));
     expect(await interval.inputValue()).toBe("90s");
     await page.close();
     expect(env.problems).toEqual([]);

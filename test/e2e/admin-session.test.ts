@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { configSchema } from "../../shared/index.ts";
 import { artifact, type Json, launchChromium } from "../helpers/admin-browser.ts";
 import { type ModelReply, scriptRouter } from "../helpers/model-server.ts";
 import type { EventStream } from "../helpers/opencode.ts";
@@ -133,7 +134,7 @@ describe("a flagged session's page and False alarm (real opencode, real Chromium
       /^read README\.md x\d+$/,
     );
     expect(await evidence.locator('[data-evidence="same_result"] td').nth(1).textContent()).toBe(
-      "warn at 6, loop at 12",
+      `warn at ${configSchema.parse({}).thresholds.top_warn}, loop at ${configSchema.parse({}).thresholds.top_loop}`,
     );
     expect(await evidence.locator('[data-evidence="context"] td').first().textContent()).toMatch(/ tokens$/);
     expect(await page.locator("#session-report").textContent()).toContain(s.id);

@@ -169,6 +169,7 @@ describe("reasons on values", () => {
     flipFlops: 0,
     topSame: { tool: "read", target: "src/x.py", count: 6 },
     cumRepeat: null,
+    cycle: { period: 2, reps: 5, tool: "grep", target: "src/x.py" },
     windowSize: 20,
     repeatShare: 0.3,
     injectedSinceLanded: 0,
@@ -184,6 +185,9 @@ describe("reasons on values", () => {
     expect(
       describeFlag({ call: 30, verdict: "looping", reason: "duplicates", signals: snap }, thresholds),
     ).toContain(`repeat share 0.30 of 20 calls (dup_loop ${thresholds.dup_loop})`);
+    expect(describeFlag({ call: 14, verdict: "stalling", reason: "cycle", signals: snap }, thresholds)).toBe(
+      `cycle: 2 calls going round (one: grep src/x.py) x5 turns (cycle_warn ${thresholds.cycle_warn}), 7 turns since landed (stall_turns ${thresholds.stall_turns})`,
+    );
   });
 
   test("a miss says whether the stall gate was ever passed", () => {

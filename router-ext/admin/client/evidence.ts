@@ -20,6 +20,7 @@ export interface EvidenceRow {
 export const REASON_TEXT: Record<string, string> = {
   duplicates: "calls repeat without edits",
   repeat_target: "the same call, the same result, again and again",
+  cycle: "the same few calls going round, the same results each time",
   fail_streak: "the same call keeps failing",
   whole_session: "one call repeated across the whole session",
   continuations: "continuing on injected prompts, nothing landed",
@@ -34,6 +35,7 @@ export const REASON_TEXT: Record<string, string> = {
 const FIRED_BY: Record<string, string> = {
   duplicates: "repeat_share",
   repeat_target: "same_result",
+  cycle: "cycle",
   whole_session: "same_result",
   read_only_repeat: "same_result",
   fail_streak: "fail_streak",
@@ -131,6 +133,15 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
     ),
     row("context", "context size", `${fmtInt(s.context_tokens)} tokens`, "-"),
   ];
+  if (ev?.cycle || fired === "cycle")
+    rows.push(
+      row(
+        "cycle",
+        "same calls going round",
+        ev?.cycle ? `${ev.cycle.period} calls (one: ${ev.cycle.target}) x${ev.cycle.reps} turns` : "-",
+        ro ? "-" : limits(th, "cycle_warn", "cycle_loop"),
+      ),
+    );
   if (s.flip_flops > 0)
     rows.push(
       row("flip_flops", "edits undone or redone", String(s.flip_flops), limits(th, "flip_warn", "flip_loop")),

@@ -276,6 +276,31 @@ describe("the evidence in plain terms", () => {
     expect(rows.context?.value).toBe("40,000 tokens");
   });
 
+  it("a cycle gets its own row, beside cycle_warn and cycle_loop, marked when it fired", () => {
+    const d = detail({
+      thresholds: { ...detail().thresholds, cycle_warn: 5, cycle_loop: 10 },
+      transitions: [
+        tr(T + 10 * MIN, "ok", "stalling", {
+          reason: "cycle",
+          evidence: {
+            ...loopEvidence("grep src/a.ts"),
+            cycle: { target: "grep src/a.ts", period: 2, reps: 5 },
+          },
+        }),
+      ],
+    });
+    const rows = Object.fromEntries(evidenceRows(d).map((r) => [r.key, r]));
+    expect(rows.signal?.value).toBe("cycle: the same few calls going round, the same results each time");
+    expect(rows.cycle).toMatchObject({
+      value: "2 calls (one: grep src/a.ts) x5 turns",
+      limits: "warn at 5, loop at 10",
+      fired: true,
+    });
+    expect(rows.same_result?.fired).toBe(false);
+    // no cycle reported and none fired: no row
+    expect(evidenceRows(detail()).some((r) => r.key === "cycle")).toBe(false);
+  });
+
   it("an older plugin's transition (no evidence) falls back to the top target", () => {
     const rows = evidenceRows(detail());
     expect(rows.find((r) => r.key === "top_targets")?.value).toBe("read src/a.ts x9");
