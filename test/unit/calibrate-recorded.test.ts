@@ -193,6 +193,20 @@ describe("recorded corpus with the shipped config", () => {
     expect(outcomes(list.filter((c) => c.target === "sh slow/progress.sh"))).toBe(1);
   });
 
+  test("two searches going round with the same answers are caught by the cycle rule, which nothing else catches", () => {
+    const r = result("alternation-loop");
+    expect(r.landed).toBe(0);
+    expect(r.reason).toBe("cycle");
+    // after the 20 novel reads, on the cycle's cycle_warn-th whole turn
+    expect(r.first_flag_call).toBe(20 + 2 * policy.thresholds.cycle_warn);
+    // each search alone stays under top_warn: without the cycle rule the loop is missed
+    const [without] = replay([session("alternation-loop")], {
+      ...policy,
+      thresholds: { ...policy.thresholds, cycle_warn: 1000, cycle_loop: 1000 },
+    });
+    expect(without?.worst).toBe("ok");
+  });
+
   test("the fast loops are caught early and named by their repeated target", () => {
     const early: Array<[string, number, string]> = [
       ["read-loop", 8, "read src/app.js"],
