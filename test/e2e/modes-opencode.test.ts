@@ -136,7 +136,7 @@ describe("modes in real opencode", () => {
 
   // auto_recover on one orchestrator tree, three rounds: stage 1, stage 2 (after
   // a router restart), stage 3 (the hard stop), then Resume.
-  const tree = { root: "", round: 0, compactionsAtStart: 0, workers: [] as string[] };
+  const tree = { root: "", round: 0, delegated: 0, compactionsAtStart: 0, workers: [] as string[] };
   const low = { prompt_tokens: 500, completion_tokens: 5 };
   const orchestrator = (req: ModelRequest): ModelReply => {
     if (req.parentSessionId === tree.root) {
@@ -145,7 +145,10 @@ describe("modes in real opencode", () => {
     }
     if (compactionsOf(tree.root).length > tree.compactionsAtStart)
       return { kind: "text", text: `recovered round ${tree.round}`, usage: low };
-    if (req.lastUserText === `delegate ${tree.round}`)
+    // One worker a round: when the stopped worker's task returns before the root's abort lands
+    // (a race under load), the orchestrator waits instead of handing out a second worker.
+    if (req.lastUserText === `delegate ${tree.round}` && tree.delegated < tree.round) {
+      tree.delegated = tree.round;
       return {
         kind: "tools",
         calls: [
@@ -153,6 +156,7 @@ describe("modes in real opencode", () => {
         ],
         usage: low,
       };
+    }
     return { kind: "hang" }; // the orchestrator waits in its task until it is aborted
   };
   const startRound = async (n: number) => {
