@@ -6,12 +6,12 @@
 //   GET    /api/labels              the marks as a calibrate labels document
 import { Hono } from "hono";
 import { z } from "zod";
+import { idSchema } from "../../shared/wire.ts";
 import { type MarkResponse, markKinds, type SessionDetail } from "../api/session-detail.ts";
 import type { Store } from "../db/store.ts";
 import { byName, issuesOf, validBody } from "./admin-body.ts";
 import type { LiveConfig } from "./live-config.ts";
 
-const sessionIdSchema = z.string().min(1).max(200);
 const markSchema = z.strictObject({ kind: z.enum(markKinds), by: byName.optional() });
 
 export interface SessionRoutesDeps {
@@ -29,7 +29,7 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
   app.get("/api/labels", (c) => c.json(d.store.labels()));
 
   app.get("/api/sessions/:id", (c) => {
-    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
     const detail = d.store.sessionDetail(id.data, {
       now: d.now(),
@@ -41,7 +41,7 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
   });
 
   app.post("/api/sessions/:id/mark", async (c) => {
-    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
     const body = await validBody(c, markSchema);
     if (!body.ok) return body.answer;
@@ -61,7 +61,7 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
   });
 
   app.delete("/api/sessions/:id/mark", (c) => {
-    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
     const root = d.store.unmark(id.data);
     if (root === null) return c.json({ error: `no mark on ${id.data}` }, 404);
