@@ -38,6 +38,12 @@ export function bearerToken(header: string | undefined | null): string | null {
   return m ? (m[1] ?? null) : null;
 }
 
+/** Whether an Authorization header carries `expected` as its bearer token (constant time). */
+export function isToken(header: string | undefined | null, expected: string): boolean {
+  const token = bearerToken(header);
+  return token !== null && safeEqual(token, expected);
+}
+
 /** Compares two secrets in constant time (over their digests, so lengths do not leak either). */
 export function safeEqual(a: string, b: string): boolean {
   const da = createHash("sha256").update(a).digest();

@@ -1,5 +1,7 @@
-// The session page's API and the marks, mounted by createApp inside the admin
-// API (behind the admin token and whatever checks guard its writes):
+// The sessions API and the marks, mounted by createApp inside the admin API
+// (behind the admin token and whatever checks guard its writes):
+//   GET    /api/sessions            ?limit=1..2000 (2000) &offset=0..: every flagged,
+//                                   refused or marked session, then a page of the others
 //   GET    /api/sessions/:id        everything the session page shows
 //   POST   /api/sessions/:id/mark   {kind: "false_alarm" | "confirmed_loop", by?}
 //   DELETE /api/sessions/:id/mark   removes the mark (lifted refusals stay lifted)
@@ -7,12 +9,18 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { idSchema } from "../../shared/wire.ts";
+import type { SessionsResponse } from "../api/schemas.ts";
 import { type MarkResponse, markKinds, type SessionDetail } from "../api/session-detail.ts";
+import { sessionPage } from "../db/session-list.ts";
 import type { Store } from "../db/store.ts";
-import { byName, issuesOf, validBody } from "./admin-body.ts";
+import { byName, issuesOf, validBody, validQuery } from "./admin-body.ts";
 import type { LiveConfig } from "./live-config.ts";
 
 const markSchema = z.strictObject({ kind: z.enum(markKinds), by: byName.optional() });
+const pageSchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(2000).default(2000),
+  offset: z.coerce.number().int().min(0).max(1_000_000_000).default(0),
+});
 
 export interface SessionRoutesDeps {
   store: Store;
@@ -27,6 +35,13 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
   const app = new Hono();
 
   app.get("/api/labels", (c) => c.json(d.store.labels()));
+
+  app.get("/api/sessions", (c) => {
+    const q = validQuery(c, pageSchema);
+    if (!q.ok) return q.answer;
+    const page = sessionPage(d.store.tables, { now: d.now(), liveWindowMs: d.liveWindow(), ...q.data });
+    return c.json(page satisfies SessionsResponse);
+  });
 
   app.get("/api/sessions/:id", (c) => {
     const id = idSchema.safeParse(c.req.param("id"));
