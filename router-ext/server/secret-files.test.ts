@@ -7,11 +7,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundleChild } from "../../test/helpers/child-bundle.ts";
 
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const CHILDREN = 8;
 const ROUNDS = 40;
 
@@ -21,16 +19,7 @@ describe("readOrCreateSecret across processes", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-secret-race-"));
-    const child = join(dir, "child.mjs");
-    await build({
-      entryPoints: [join(REPO, "test", "helpers", "secret-race-child.ts")],
-      outfile: child,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      packages: "external",
-      logLevel: "warning",
-    });
+    const child = await bundleChild("secret-race-child.ts", join(dir, "child.mjs"));
     for (let i = 0; i < CHILDREN; i++) {
       const proc = spawn(process.execPath, [child], { stdio: ["pipe", "pipe", "inherit"] });
       const answers = createInterface({ input: proc.stdout as NodeJS.ReadableStream })[
