@@ -269,6 +269,11 @@ const serverSchema = z.strictObject({
   upstream_api_key_env: envName.nullable().default(null),
   /** Cap on a /progress body. */
   max_progress_bytes: z.number().int().min(1024).default(65_536),
+  /**
+   * Per-session series on /metrics (session ids, agents, top targets) without the
+   * admin token. Off: only a scrape with the admin token gets them.
+   */
+  public_session_metrics: z.boolean().default(false),
   /** Cap on a proxied request body. */
   max_proxy_bytes: z
     .number()

@@ -19,10 +19,17 @@ export const idSchema = z
   .string()
   .regex(ID_PATTERN, "an id is 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)");
 const id = idSchema;
+/**
+ * An agent as every way in names it (the wire, the gate's x-router-agent
+ * header): the slug shared/policy.ts slugAgent makes, so a name cannot carry
+ * markup, control or bidi characters into a page, an alert or a metric label.
+ */
+export const AGENT_PATTERN = /^[a-z0-9_-]{1,64}$/;
+export const agentSchema = z.string().regex(AGENT_PATTERN, "slug: lowercase [a-z0-9_-], at most 64");
+const agent = agentSchema;
 const verdict = z.enum(["ok", "stalling", "looping"]);
 const reason = z.enum(FLAG_REASONS);
 const count = z.number().int().min(0).max(1e12);
-const agent = z.string().regex(/^[a-z0-9_-]{1,64}$/, "slug: lowercase [a-z0-9_-], at most 64");
 const target = z.string().max(300);
 const version = z.string().min(1).max(64);
 

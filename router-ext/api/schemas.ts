@@ -291,7 +291,20 @@ export type BreakerTripView = z.infer<typeof breakerTripSchema>;
 
 // The answers, whole. The server types each answer `satisfies` its schema; the page
 // parses the rows one by one (parseRows), so one bad row does not blank a table.
-export const sessionsResponseSchema = z.object({ sessions: z.array(sessionViewSchema) });
+/**
+ * GET /api/sessions: every flagged, refused or marked session first (on every
+ * page), then a page of the others, most recently seen first. truncated: some
+ * sessions are not in this answer (next_offset asks for the next page of others).
+ */
+export const sessionsResponseSchema = z.object({
+  sessions: z.array(sessionViewSchema),
+  total: z.number(),
+  attention: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  truncated: z.boolean(),
+  next_offset: z.nullable(z.number()),
+});
 export type SessionsResponse = z.infer<typeof sessionsResponseSchema>;
 export const eventsResponseSchema = z.object({ events: z.array(eventViewSchema) });
 export type EventsResponse = z.infer<typeof eventsResponseSchema>;

@@ -41,6 +41,8 @@ export const EXCLUDED: readonly ExcludedKnob[] = [
 const DESCRIPTIONS: Record<string, string> = {
   "server.max_progress_bytes": "Largest POST /progress body accepted; larger is 413",
   "server.max_proxy_bytes": "Largest request body the gate forwards",
+  "server.public_session_metrics":
+    "Per-session /metrics series (session ids, agents, targets) without the admin token",
   "server.upstream_timeout": "How long the gate waits for the upstream model endpoint",
   prices: "Model -> {prompt, completion, cached} dollars per million tokens",
   "progress.mode": "What a detection does: warn, auto_compact, auto_limit_context, auto_recover",

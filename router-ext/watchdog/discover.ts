@@ -40,15 +40,16 @@ export interface DiscoverOptions {
   since: number;
   timeoutMs: number;
   fetchImpl: typeof fetch;
-  auth: string | null;
+  /** The Authorization header a server's URL gets, if any (servers.ts authFor). */
+  auth: (url: string) => string | null;
   log: (line: string) => void;
 }
 
 export async function discover(o: DiscoverOptions): Promise<Seen> {
   const urls = collectServers({ registry: o.registry, config: o.configServers, flags: o.flagServers });
-  const http = { timeoutMs: o.timeoutMs, fetchImpl: o.fetchImpl, auth: o.auth };
-  const probes = await Promise.all(urls.map((u) => probeServer(u, http)));
-  const apis = urls.filter((_, i) => probes[i]).map((u) => new OpencodeApi(u, http));
+  const http = (u: string) => ({ timeoutMs: o.timeoutMs, fetchImpl: o.fetchImpl, auth: o.auth(u) });
+  const probes = await Promise.all(urls.map((u) => probeServer(u, http(u))));
+  const apis = urls.filter((_, i) => probes[i]).map((u) => new OpencodeApi(u, http(u)));
   const seen: Seen = {
     known: urls.length,
     servers: apis.length,

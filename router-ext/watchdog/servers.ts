@@ -92,6 +92,22 @@ export function collectServers(sources: {
   return [...out];
 }
 
+/**
+ * The credential rule: OPENCODE_SERVER_PASSWORD goes only to servers the
+ * operator named where secrets live, the registry file opencode writes, the
+ * config files and --server flags. A URL only the admin page's watchdog.servers
+ * knob names (a browser session can set it) is probed without credentials.
+ */
+export function authFor(
+  auth: string | null,
+  operator: { registry: readonly string[]; configFiles: readonly string[]; flags: readonly string[] },
+): (url: string) => string | null {
+  const trusted = new Set(
+    collectServers({ registry: operator.registry, config: operator.configFiles, flags: operator.flags }),
+  );
+  return (url) => (auth !== null && trusted.has(url) ? auth : null);
+}
+
 /** Basic auth for servers started with OPENCODE_SERVER_PASSWORD, as opencode's own clients send it. */
 export function opencodeAuthHeader(env: NodeJS.ProcessEnv): string | null {
   const pass = env.OPENCODE_SERVER_PASSWORD;

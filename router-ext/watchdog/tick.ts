@@ -26,7 +26,7 @@ import {
 } from "./judge.ts";
 import { acquireLock } from "./lock.ts";
 import { askSecondOpinion, type SecondOpinion } from "./ollama.ts";
-import { opencodeAuthHeader, rcServersPath, readRcServers } from "./servers.ts";
+import { authFor, opencodeAuthHeader, rcServersPath, readRcServers } from "./servers.ts";
 import { loadState, saveState } from "./state.ts";
 
 export type { RouterOutcome };
@@ -35,6 +35,12 @@ export interface WatchdogTickOptions {
   config: Config;
   /** Extra opencode server URLs (the CLI's --server flags). */
   servers?: string[];
+  /**
+   * watchdog.servers as the config files (and flags) set it, without the admin
+   * page's overrides: with the registry's and --server URLs, the only servers
+   * sent OPENCODE_SERVER_PASSWORD. Default none.
+   */
+  fileServers?: readonly string[];
   /** The router extension's base URL, e.g. http://127.0.0.1:4870. */
   routerUrl: string;
   /** Bearer token for POST /progress; default env STALLGUARD_TOKEN (or the plugin.token_env name). */
@@ -177,14 +183,16 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
   }
   try {
     const prev = loadState(opts.statePath, log);
+    const registry = readRcServers(opts.rcServersPath ?? rcServersPath(env), log);
+    const flags = opts.servers ?? [];
     const seen = await discover({
-      registry: readRcServers(opts.rcServersPath ?? rcServersPath(env), log),
+      registry,
       configServers: wd.servers,
-      flagServers: opts.servers ?? [],
+      flagServers: flags,
       since: activeSince(prev, opts.config, at),
       timeoutMs: wd.timeout,
       fetchImpl,
-      auth: opencodeAuthHeader(env),
+      auth: authFor(opencodeAuthHeader(env), { registry, configFiles: opts.fileServers ?? [], flags }),
       log,
     });
     const j = judgeTick(prev, seen, opts.config, at, { blindAfter: opts.blindAfter });
