@@ -1,18 +1,22 @@
-// One watchdog tick, the shell: take the lock, load the state, see what
-// opencode runs (discover.ts), judge it (judge.ts, pure), ask the local model
-// about flagged changes, report to the router, raise the router-down alert,
-// save the state. It reports; it never aborts or compacts anything.
+// One watchdog tick, the shell: take the lock, load the state, read what
+// opencode runs (discover.ts: its database, then its servers), judge it
+// (judge.ts, pure), ask the local model about flagged changes, report to the
+// router, raise the router-down alert, save the state. It reports; it never
+// aborts or compacts anything.
 
 import {
   type Config,
   type ProgressMessage,
   parseProgressBody,
+  progressResponseSchema,
   type Transition,
   type WatchdogTick,
   watchdogModel,
 } from "../../shared/index.ts";
 import { postProgress } from "../../shared/progress-client.ts";
+import { opencodeDbPath } from "../opencode-db/path.ts";
 import { readSecretFile, secretFilePaths } from "../server/secret-files.ts";
+import type { DbState } from "./db-source.ts";
 import { notifyCritical } from "./desktop.ts";
 import { buildDigest } from "./digest.ts";
 import { discover } from "./discover.ts";
@@ -49,7 +53,9 @@ export interface WatchdogTickOptions {
   env?: NodeJS.ProcessEnv;
   /** Default: $XDG_DATA_HOME/opencode/rc-servers.json. */
   rcServersPath?: string;
-  /** Consecutive ticks with no server answering before the blind warning is logged (default 3). */
+  /** opencode's database. Default: watchdog.opencode_db.path, else where opencode keeps it (env). */
+  opencodeDbPath?: string | null;
+  /** Consecutive ticks with no known server answering before that is logged (default 3). */
   blindAfter?: number;
 }
 
@@ -59,14 +65,19 @@ export interface WatchdogTickResult {
   skipped: boolean;
   /** opencode servers that answered. */
   servers: number;
+  /** What the tick made of opencode's database (off, missing, read, unreadable, unexpected_shape). */
+  db: DbState;
+  /** Rows of opencode's database skipped as malformed. */
+  malformed: number;
   /** Sessions judged (active ones plus the rest of their trees). */
   sessions: number;
   /** Judged sessions whose verdict is not ok. */
   flagged: number;
   /**
-   * No server answered (no_server), opencode answered in a shape the watchdog does not
-   * understand (unexpected_shape), or no answering server listed its sessions (api_error).
-   * On the wire, blind with servers > 0 means the watchdog is blind while opencode runs.
+   * No source could be read although one was there: opencode's database could not be opened
+   * (db_unreadable), it or a server is in a shape the watchdog does not understand
+   * (unexpected_shape), or no answering server listed its sessions (api_error). No database
+   * and no server answering is not blind: nothing runs, and the tick is quiet.
    */
   blind: boolean;
   blindReason: BlindReason | null;
@@ -87,22 +98,35 @@ function clockOf(now: WatchdogTickOptions["now"]): () => number {
   return Date.now;
 }
 
+/** The sessions the router left to their plugin (an answer it cannot parse names none). */
+function coveredIn(text: string): string[] {
+  try {
+    const r = progressResponseSchema.safeParse(JSON.parse(text));
+    return r.success ? (r.data.covered ?? []) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** Posts in batches; the first batch that fails decides the outcome. */
 async function report(
   url: string,
   messages: ProgressMessage[],
   opts: { token: string | null; timeoutMs: number; fetchImpl: typeof fetch },
-): Promise<{ outcome: RouterOutcome; detail: string }> {
+): Promise<{ outcome: RouterOutcome; detail: string; covered: string[] }> {
+  const covered: string[] = [];
   for (let i = 0; i < messages.length; i += BATCH) {
     const r = await postProgress(url, messages.slice(i, i + BATCH), {
       token: opts.token,
       timeoutMs: opts.timeoutMs,
       fetch: opts.fetchImpl,
     });
-    if (r.status === "retry") return { outcome: "down", detail: r.detail };
-    if (r.status !== "sent") return { outcome: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}` };
+    if (r.status === "retry") return { outcome: "down", detail: r.detail, covered };
+    if (r.status !== "sent")
+      return { outcome: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}`, covered };
+    covered.push(...coveredIn(r.text));
   }
-  return { outcome: "ok", detail: "" };
+  return { outcome: "ok", detail: "", covered };
 }
 
 function tokenFrom(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | null {
@@ -147,6 +171,12 @@ async function secondOpinions(
   return calls;
 }
 
+/** The option, else the knob, else where opencode keeps it. */
+function dbPathOf(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | null {
+  if (opts.opencodeDbPath !== undefined) return opts.opencodeDbPath;
+  return opts.config.watchdog.opencode_db.path ?? opencodeDbPath(env);
+}
+
 export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<WatchdogTickResult> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => console.error(line));
@@ -157,6 +187,8 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
     at,
     skipped: false,
     servers: 0,
+    db: "off",
+    malformed: 0,
     sessions: 0,
     flagged: 0,
     blind: false,
@@ -178,6 +210,8 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
   try {
     const prev = loadState(opts.statePath, log);
     const seen = await discover({
+      dbPath: dbPathOf(opts, env),
+      dbOff: !wd.opencode_db.enabled,
       registry: readRcServers(opts.rcServersPath ?? rcServersPath(env), log),
       configServers: wd.servers,
       flagServers: opts.servers ?? [],
@@ -198,6 +232,8 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
     });
     Object.assign(result, {
       servers: j.servers,
+      db: seen.db.state,
+      malformed: seen.db.malformed,
       sessions: j.sessions,
       flagged: j.flagged,
       blind: j.blind,
@@ -211,6 +247,7 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
       sessions: j.sessions,
       flagged: j.flagged,
       blind: j.blind,
+      db: seen.db.state,
     };
     const router = await report(opts.routerUrl, [...result.transitions, tick], {
       token: tokenFrom(opts, env),
