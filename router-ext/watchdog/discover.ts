@@ -61,20 +61,23 @@ export interface DiscoverOptions {
   log: (line: string) => void;
 }
 
+/** The database source: off, no file to read, or what reading it gave. */
+function readDb(o: DiscoverOptions): Promise<DbSeen> | DbSeen {
+  if (o.dbOff) return emptyDbSeen("off", null);
+  if (o.dbPath === null) return emptyDbSeen("missing", null);
+  return readDbSource({
+    path: o.dbPath,
+    since: o.since,
+    maxSessions: MAX_SESSIONS,
+    maxTree: MAX_TREE,
+    maxDepth: MAX_DEPTH,
+    maxRows: MAX_DB_ROWS,
+    busyTimeoutMs: o.timeoutMs,
+  });
+}
+
 export async function discover(o: DiscoverOptions): Promise<Seen> {
-  const db = o.dbOff
-    ? emptyDbSeen("off", null)
-    : o.dbPath === null
-      ? emptyDbSeen("missing", null)
-      : await readDbSource({
-          path: o.dbPath,
-          since: o.since,
-          maxSessions: MAX_SESSIONS,
-          maxTree: MAX_TREE,
-          maxDepth: MAX_DEPTH,
-          maxRows: MAX_DB_ROWS,
-          busyTimeoutMs: o.timeoutMs,
-        });
+  const db = await readDb(o);
   const urls = collectServers({ registry: o.registry, config: o.configServers, flags: o.flagServers });
   const http = { timeoutMs: o.timeoutMs, fetchImpl: o.fetchImpl, auth: o.auth };
   const probes = await Promise.all(urls.map((u) => probeServer(u, http)));
@@ -91,9 +94,14 @@ export async function discover(o: DiscoverOptions): Promise<Seen> {
     treeFailures: 0,
     truncated: db.truncated,
   };
-  if (apis.length === 0) return seen;
+  if (apis.length > 0) await fromServers(apis, o, seen);
+  return seen;
+}
+
+/** The servers' active trees, into `seen`; sessions the database gave are skipped. */
+async function fromServers(apis: OpencodeApi[], o: DiscoverOptions, seen: Seen): Promise<void> {
   // A server on the same database lists the same sessions: those are read once, from the file.
-  const fromDb = new Set(db.trees.flatMap((t) => t.map((m) => m.session.id)));
+  const fromDb = new Set(seen.db.trees.flatMap((t) => t.map((m) => m.session.id)));
   const failed = (api: OpencodeApi, err: unknown, list?: string[]) => {
     if (err instanceof ShapeError) seen.shapeErrors.push(`${api.baseUrl}: ${err.message}`);
     else {
@@ -151,7 +159,6 @@ export async function discover(o: DiscoverOptions): Promise<Seen> {
       failed(api, err);
     }
   }
-  return seen;
 }
 
 /** A root and its descendants (at most MAX_TREE), breadth-first, each with its messages. */

@@ -116,8 +116,11 @@ describe("runWatchdogTick on opencode.db", () => {
 
   test("unreadable opencode.db and no server: blind, said once; readable again resolves; no file at all is quiet", async () => {
     const { dbPath, tick } = fresh(null);
-    const quiet = await tick(T + 1_000_000);
-    expect(quiet).toMatchObject({ db: "missing", blind: false });
+    // No file and the one server named not answering: quiet; the silent server is logged, not "blind".
+    const quiet = await tick(T + 1_000_000, { servers: ["http://127.0.0.1:1"], blindAfter: 1 });
+    expect(quiet).toMatchObject({ db: "missing", servers: 0, blind: false, blindReason: null });
+    expect(logs).toEqual(["watchdog: warning: no opencode server answered for 1 ticks (1 known)"]);
+    expect((await api("/health")).watchdog).toMatchObject({ blind: false, db: "missing", servers: 0 });
     writeFileSync(dbPath, "not a database ".repeat(300));
     const a = await tick(T + 1_300_000);
     const b = await tick(T + 1_600_000);

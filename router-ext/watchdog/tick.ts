@@ -177,13 +177,8 @@ function dbPathOf(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | n
   return opts.config.watchdog.opencode_db.path ?? opencodeDbPath(env);
 }
 
-export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<WatchdogTickResult> {
-  const env = opts.env ?? process.env;
-  const log = opts.log ?? ((line: string) => console.error(line));
-  const fetchImpl = opts.fetchImpl ?? fetch;
-  const wd = opts.config.watchdog;
-  const at = Math.floor(clockOf(opts.now)());
-  const result: WatchdogTickResult = {
+function emptyResult(at: number): WatchdogTickResult {
+  return {
     at,
     skipped: false,
     servers: 0,
@@ -198,6 +193,32 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
     alerted: false,
     modelCalls: 0,
   };
+}
+
+/** What the tick can read: opencode's database, then the servers it is told about. */
+function see(opts: WatchdogTickOptions, since: number, env: NodeJS.ProcessEnv, log: (line: string) => void) {
+  const wd = opts.config.watchdog;
+  return discover({
+    dbPath: dbPathOf(opts, env),
+    dbOff: !wd.opencode_db.enabled,
+    registry: readRcServers(opts.rcServersPath ?? rcServersPath(env), log),
+    configServers: wd.servers,
+    flagServers: opts.servers ?? [],
+    since,
+    timeoutMs: wd.timeout,
+    fetchImpl: opts.fetchImpl ?? fetch,
+    auth: opencodeAuthHeader(env),
+    log,
+  });
+}
+
+export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<WatchdogTickResult> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const fetchImpl = opts.fetchImpl ?? fetch;
+  const wd = opts.config.watchdog;
+  const at = Math.floor(clockOf(opts.now)());
+  const result = emptyResult(at);
   const lock = acquireLock(opts.lockPath ?? `${opts.statePath}.lock`, {
     staleMs: Math.max(3 * wd.interval, 10 * 60_000),
     now: at,
@@ -209,18 +230,7 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
   }
   try {
     const prev = loadState(opts.statePath, log);
-    const seen = await discover({
-      dbPath: dbPathOf(opts, env),
-      dbOff: !wd.opencode_db.enabled,
-      registry: readRcServers(opts.rcServersPath ?? rcServersPath(env), log),
-      configServers: wd.servers,
-      flagServers: opts.servers ?? [],
-      since: activeSince(prev, opts.config, at),
-      timeoutMs: wd.timeout,
-      fetchImpl,
-      auth: opencodeAuthHeader(env),
-      log,
-    });
+    const seen = await see(opts, activeSince(prev, opts.config, at), env, log);
     const j = judgeTick(prev, seen, opts.config, at, { blindAfter: opts.blindAfter });
     for (const line of j.logs) log(line);
     result.modelCalls = await secondOpinions(j.changed, opts, fetchImpl, log);
