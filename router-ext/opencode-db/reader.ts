@@ -119,11 +119,7 @@ export class OpencodeDb {
     } catch (err) {
       db?.close();
       if (err instanceof OpencodeDbError) throw err;
-      throw new OpencodeDbError(
-        "unreadable",
-        path,
-        `cannot open ${path} read-only: ${(err as Error).message}`,
-      );
+      throw new OpencodeDbError("unreadable", path, `cannot open ${path} read-only: ${openHint(path, err)}`);
     }
   }
 
@@ -205,6 +201,17 @@ export class OpencodeDb {
   close(): void {
     if (this.db.open) this.db.close();
   }
+}
+
+/**
+ * SQLite reads a WAL database only through its -wal and -shm files: while no
+ * opencode has it open they do not exist, and a reader must be able to create
+ * them beside it (a read-only folder, such as a sandboxed home, cannot).
+ */
+function openHint(path: string, err: unknown): string {
+  const message = (err as Error).message;
+  if ((err as { code?: unknown }).code !== "SQLITE_CANTOPEN" || existsSync(`${path}-wal`)) return message;
+  return `${message} (with no opencode running, SQLite creates ${path}-wal and -shm to read it: its folder must be writable for this process)`;
 }
 
 function statements(db: Database.Database) {
