@@ -136,8 +136,14 @@ export const watchdogTickSchema = z.strictObject({
   servers: count,
   sessions: count,
   flagged: count,
-  /** True when no opencode server answered: the watchdog saw nothing. */
+  /**
+   * True when the tick could read no source although one was there (opencode's database
+   * unreadable, a server answering in a shape it does not know). From watchdogs without `db`:
+   * true also when no server answered, which says nothing runs (servers 0), not blindness.
+   */
   blind: z.boolean(),
+  /** What the tick made of opencode's database; absent from watchdogs older than that source. */
+  db: z.enum(["off", "missing", "read", "unreadable", "unexpected_shape"]).optional(),
 });
 export type WatchdogTick = z.infer<typeof watchdogTickSchema>;
 
@@ -191,6 +197,11 @@ export const progressResponseSchema = z.strictObject({
   duplicates: count,
   directives: z.array(directiveSchema).max(50).default([]),
   toasts: z.array(toastRequestSchema).max(20).optional(),
+  /**
+   * Sessions whose watchdog transition was not stored because their plugin reports them
+   * (one judge per session). Sent only when there is one: only the watchdog gets it.
+   */
+  covered: z.array(id).max(100).optional(),
 });
 export type ProgressResponse = z.infer<typeof progressResponseSchema>;
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;

@@ -100,6 +100,8 @@ export const watchdogTickViewSchema = z.object({
   sessions: z.number(),
   flagged: z.number(),
   blind: z.boolean(),
+  /** What the tick made of opencode's database; null from watchdogs older than that source. */
+  db: z.nullable(z.string()),
 });
 export type WatchdogTickView = z.infer<typeof watchdogTickViewSchema>;
 
@@ -117,6 +119,10 @@ export const healthSchema = z.object({
       flagged: z.number(),
       /** opencode servers that answered the tick: blind with 0 is nothing running, not blindness. */
       servers: z.optional(z.number()),
+      /** Sessions the tick judged. */
+      sessions: z.optional(z.number()),
+      /** What the tick made of opencode's database (read, missing, off, unreadable, unexpected_shape). */
+      db: z.optional(z.nullable(z.string())),
     }),
   ),
   /** Plugin instances with a heartbeat within three heartbeat intervals. */

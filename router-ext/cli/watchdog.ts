@@ -54,7 +54,9 @@ function summary(r: WatchdogTickResult): string {
     `flagged=${r.flagged}`,
     `transitions=${r.transitions.length}`,
     `router=${r.router}`,
+    `db=${r.db}`,
   ];
+  if (r.malformed) parts.push(`malformed=${r.malformed}`);
   if (r.blind) parts.push(`blind=${r.blindReason}`);
   if (r.modelCalls) parts.push(`model_calls=${r.modelCalls}`);
   if (r.alerted) parts.push("alerted=router_down");
@@ -64,7 +66,8 @@ function summary(r: WatchdogTickResult): string {
 export default defineCommand({
   meta: {
     name: "watchdog",
-    description: "Judge opencode sessions that have no plugin, and report to the router",
+    description:
+      "Judge opencode sessions that have no plugin (from opencode.db and any --server), and report to the router",
   },
   args: {
     once: {

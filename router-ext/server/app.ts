@@ -147,6 +147,7 @@ export function createApp(deps: AppDeps): Hono {
         duplicates: result.duplicates,
         directives: result.directives,
         ...(toasts.length > 0 ? { toasts } : {}),
+        ...(result.covered.length > 0 ? { covered: result.covered.slice(0, 100) } : {}),
       };
       return c.json(response);
     },
@@ -170,7 +171,14 @@ export function createApp(deps: AppDeps): Hono {
       schema_version: version,
       mode: config.get().progress.mode,
       watchdog: tick
-        ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged, servers: tick.servers }
+        ? {
+            last_tick_at: tick.received_at,
+            blind: tick.blind,
+            flagged: tick.flagged,
+            servers: tick.servers,
+            sessions: tick.sessions,
+            db: tick.db,
+          }
         : null,
       plugins_live: db === "ok" ? store.livePlugins(now() - liveWindow()) : 0,
       db_writable: db === "ok" && store.writable(),
@@ -325,5 +333,6 @@ export function ingest(
     now: at,
     plan: (ctx, t) => planTransition(ctx, t, knobs, at),
     directiveMaxAgeMs: cfg.progress.recover_window,
+    pluginLiveMs: knobs.liveWindowMs,
   });
 }

@@ -33,6 +33,10 @@ export const EXCLUDED: readonly ExcludedKnob[] = [
     why: "channels carry secret env names and are built at start; enable/disable and min_severity live on the Channels panel",
   },
   {
+    path: "watchdog.opencode_db.path",
+    why: "a file the watchdog opens; set it in config.local.yaml, never from a browser",
+  },
+  {
     path: "plugin.*",
     why: "read by the plugin inside opencode at its start (opencode.json options or STALLGUARD_CONFIG); the server cannot push it",
   },
@@ -86,6 +90,7 @@ const DESCRIPTIONS: Record<string, string> = {
   "watchdog.model": "Second-opinion model; empty uses verification.model",
   "watchdog.read_only_agents": "Read-only agents for the watchdog; empty uses progress.read_only_agents",
   "watchdog.servers": "opencode server URLs to watch besides rc-servers.json",
+  "watchdog.opencode_db.enabled": "Read opencode's own database (every local session) read-only",
   "watchdog.timeout": "Per-request timeout against opencode and the local model",
   "watchdog.lookback": "Sessions updated this long before the first tick are checked",
   "verification.model": "Local verification model",

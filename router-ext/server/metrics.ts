@@ -61,6 +61,10 @@ export function renderMetrics(
     ["ok", "failed"],
   ]);
   counter("stallguard_progress_messages_total", "POST /progress messages accepted.");
+  counter(
+    "stallguard_watchdog_covered_total",
+    "Watchdog transitions not stored because the session's plugin reports it (one judge per session).",
+  );
   counter("stallguard_progress_duplicates_total", "Retried transitions already stored.");
   counter("stallguard_alerts_total", "Alerts handed to the notifier.");
   counter(
@@ -81,7 +85,7 @@ export function renderMetrics(
   );
   gauge(
     "stallguard_watchdog_blind",
-    "1 when the last watchdog tick found no opencode server.",
+    "1 when the last watchdog tick could read no source that was there (opencode.db, a server).",
     s.lastTick?.blind ? 1 : 0,
   );
   const shown = (flagged ?? []).filter((f) => f.verdict !== "ok").slice(0, WARNING_SERIES_MAX);

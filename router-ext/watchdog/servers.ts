@@ -5,15 +5,12 @@
 // array of entries, or the values of a map. A missing or malformed file is an
 // empty list, never an error.
 import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
+import { opencodeDataDir } from "../opencode-db/path.ts";
 
 /** `$XDG_DATA_HOME/opencode/rc-servers.json`, defaulting to `~/.local/share`. */
 export function rcServersPath(env: NodeJS.ProcessEnv = process.env): string {
-  const data = env.XDG_DATA_HOME?.startsWith("/")
-    ? env.XDG_DATA_HOME
-    : join(env.HOME || homedir(), ".local", "share");
-  return join(data, "opencode", "rc-servers.json");
+  return join(opencodeDataDir(env), "rc-servers.json");
 }
 
 /** An http(s) URL without credentials, query or trailing slash; null when it is not one. */
