@@ -15,9 +15,8 @@ import {
   gitFingerprint,
   gitRoot,
   spawnGit,
-  type TreeAnswer,
 } from "./tree-fingerprint.ts";
-import { WorktreeProbe } from "./worktree-probe.ts";
+import { type TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 
 let dir: string;
 const git = (...args: string[]) =>
@@ -113,8 +112,9 @@ describe("gitFingerprint", () => {
     writeFileSync(join(dir, "a.txt"), "x\n");
     const a = await fp();
     git("add", "a.txt");
+    // Staging changes no content: the same state.
     const staged = await fp();
-    expect(staged).not.toBe(a);
+    expect(staged).toBe(a);
     writeFileSync(join(dir, "a.txt"), "y\n");
     expect(await fp()).not.toBe(staged);
     const plain = mkdtempSync(join(tmpdir(), "sg-probe-plain-"));
@@ -141,8 +141,8 @@ describe("WorktreeProbe in a git work tree", () => {
     expect(first).not.toBe("skipped");
     const [a, b, c] = [first, second, third] as [TreeAnswer, TreeAnswer, TreeAnswer];
     expect(a.after).not.toBe(a.before);
-    expect(b).toEqual({ before: a.after, after: a.after });
-    expect(c).toEqual({ before: a.after, after: a.before });
+    expect(b).toEqual({ before: a.after, after: a.after, changed: [] });
+    expect(c).toMatchObject({ before: a.after, after: a.before });
   });
 
   it("skips a read-only command without running git", async () => {
