@@ -65,35 +65,47 @@ export interface FileLook {
   mtimeMs: number | null;
   /** The file system keeps whole seconds only (no fraction in the mtime). */
   coarse: boolean;
+  /** When the file was created, wall clock ms; null when absent or the file system does not say. */
+  bornMs: number | null;
 }
 
-const ABSENT: FileLook = { state: "absent", mtimeMs: null, coarse: false };
+const ABSENT: FileLook = { state: "absent", mtimeMs: null, coarse: false, bornMs: null };
+
+type BigStats = Awaited<ReturnType<typeof lstatBig>>;
+const lstatBig = (path: string) => lstat(path, { bigint: true });
+const ms = (ns: bigint) => Number(ns / 1_000_000n) + Number(ns % 1_000_000n) / 1e6;
+
+/** A look's times: last write and creation (0 from the file system means it does not keep one). */
+function timesOf(st: BigStats): Omit<FileLook, "state"> {
+  return {
+    mtimeMs: ms(st.mtimeNs),
+    coarse: st.mtimeNs % 1_000_000_000n === 0n,
+    bornMs: st.birthtimeNs > 0n ? ms(st.birthtimeNs) : null,
+  };
+}
 
 /** One file's look: absent, its content hash, or (big or special) size and mtime. */
 export async function lookFile(path: string, signal: AbortSignal): Promise<FileLook> {
   try {
-    const st = await lstat(path, { bigint: true });
-    const mtimeMs = Number(st.mtimeNs / 1_000_000n) + Number(st.mtimeNs % 1_000_000n) / 1e6;
-    const coarse = st.mtimeNs % 1_000_000_000n === 0n;
+    const st = await lstatBig(path);
+    const times = timesOf(st);
     const mode = Number(st.mode).toString(8);
     if (!st.isFile() || st.size > MAX_CONTENT_BYTES)
-      return { state: `s:${st.size}:${st.mtimeNs}:${mode}`, mtimeMs, coarse };
+      return { state: `s:${st.size}:${st.mtimeNs}:${mode}`, ...times };
     if (signal.aborted) return ABSENT;
     const hash = createHash("sha256")
       .update(await readFile(path))
       .digest("hex");
-    return { state: `c:${hash}:${mode}`, mtimeMs, coarse };
+    return { state: `c:${hash}:${mode}`, ...times };
   } catch {
     return ABSENT;
   }
 }
 
-/** A file's last-modified time only (the reflog, whose content is not the project's); null when absent. */
+/** A file's times only (the reflog, whose content is not the project's); null when absent. */
 export async function lookTime(path: string): Promise<FileLook | null> {
   try {
-    const st = await lstat(path, { bigint: true });
-    const mtimeMs = Number(st.mtimeNs / 1_000_000n) + Number(st.mtimeNs % 1_000_000n) / 1e6;
-    return { state: "", mtimeMs, coarse: st.mtimeNs % 1_000_000_000n === 0n };
+    return { state: "", ...timesOf(await lstatBig(path)) };
   } catch {
     return null;
   }

@@ -117,22 +117,55 @@ export class TreeLedger {
   /** What changed since the last snapshot; a path whose listing alone changed is no content change. */
   private diff(snap: TreeSnapshot): TreeChange[] {
     const seen = this.seen as TreeSnapshot;
+    const since = (t: number | null) => t !== null && inWindow(t, false, seen.at, Infinity);
+    const change = (path: string, content: boolean, now: FileLook): TreeChange => ({
+      path,
+      content,
+      mtimeMs: now.mtimeMs,
+      coarse: now.coarse,
+      bornMs: since(now.bornMs) ? now.bornMs : null,
+    });
     const out: TreeChange[] = [];
     for (const [path, now] of snap.files) {
       const was = seen.files.get(path);
       if (was?.state === now.state) continue;
       // Newly listed: changed content only if written since the last look (else git add, reset...).
-      const content =
-        was !== undefined || now.mtimeMs === null || inWindow(now.mtimeMs, now.coarse, seen.at, Infinity);
-      out.push({ path, content, mtimeMs: now.mtimeMs, coarse: now.coarse });
+      out.push(change(path, was !== undefined || now.mtimeMs === null || since(now.mtimeMs), now));
     }
     for (const [path, was] of seen.files) {
-      if (snap.files.has(path)) continue;
-      const now = snap.unlisted.get(path);
-      if (!now) continue;
-      out.push({ path, content: now.state !== was.state, mtimeMs: now.mtimeMs, coarse: now.coarse });
+      const now = snap.files.has(path) ? undefined : snap.unlisted.get(path);
+      if (now) out.push(change(path, now.state !== was.state, now));
     }
     return out;
+  }
+
+  /**
+   * A quick look when a call starts (its before hook): a file the last
+   * snapshot listed that was written since then, before the call, was
+   * written by someone else. Returns the paths to ask about.
+   */
+  gapPaths(limit: number): string[] {
+    return [...(this.seen?.files.keys() ?? [])].slice(0, limit);
+  }
+
+  /** Marks volatile the paths written after the last look and before `start`, outside our windows. */
+  gapWritten(
+    looks: ReadonlyArray<readonly [string, FileLook | null]>,
+    start: number,
+    windows: ReadonlyArray<readonly [number, number]>,
+    now: number,
+  ): void {
+    const seen = this.seen;
+    if (!seen) return;
+    const foreign = looks.filter(([, l]) => {
+      const t = l?.mtimeMs;
+      if (t == null || t <= seen.at || inWindow(t, l?.coarse ?? false, start, Infinity)) return false;
+      return !windows.some(([a, b]) => inWindow(t, l?.coarse ?? false, a, b));
+    });
+    this.markVolatile(
+      foreign.map(([p]) => p),
+      now,
+    );
   }
 
   /** The project state takes the path as the snapshot has it (not listed: as committed). */

@@ -9,13 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { manualTimer } from "./_test-timer.ts";
 import { loadSettings } from "./settings.ts";
 import { Stallguard } from "./state.ts";
-import {
-  commandPlace,
-  type GitRunner,
-  gitFingerprint,
-  gitRoot,
-  spawnGit,
-} from "./tree-fingerprint.ts";
+import { commandPlace, type GitRunner, gitFingerprint, gitRoot, spawnGit } from "./tree-fingerprint.ts";
 import { type TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 
 let dir: string;

@@ -57,6 +57,8 @@ const STALE_MS = 15 * 60_000;
 const GIT_RECHECK_MS = 60_000;
 /** Windows of ended calls kept until the next look (their writes are ours, not someone else's). */
 const MAX_WINDOWS = 64;
+/** Files whose times a call's start reads (the last snapshot's listed files, first ones). */
+const GAP_PATHS = 256;
 
 /**
  * One directory's probe. Git work is serialized in arrival order, so each
@@ -152,7 +154,11 @@ export class WorktreeProbe {
     if (this.closed || !bashMayWrite(command)) return;
     this.recheckGit();
     this.started(sessionId, callId);
-    if (this.mode === "git" || commandPlace(command, this.directory, workdir) !== "here") return;
+    if (this.mode === "git") {
+      this.gapLook(this.wall());
+      return;
+    }
+    if (commandPlace(command, this.directory, workdir) !== "here") return;
     const paths = namedFiles(command, this.landing(command));
     if (paths.length === 0) return;
     const prior = this.bounded((signal) => filesFingerprint(this.directory, paths, signal));
@@ -240,6 +246,22 @@ export class WorktreeProbe {
     this.closed = true;
     for (const c of this.aborts) c.abort();
     this.aborts.clear();
+  }
+
+  /**
+   * When a call that may write starts: the times of the files the last
+   * snapshot listed, so one written since then, before the call, is known as
+   * someone else's (a log or status file a server keeps rewriting). Not
+   * awaited by the hook; it only reads times.
+   */
+  private gapLook(start: number): void {
+    const paths = this.ledger.gapPaths(GAP_PATHS);
+    const root = this.place && this.place !== "not-git" ? this.place.root : null;
+    if (paths.length === 0 || root === null) return;
+    this.enqueue(async () => {
+      const looks = await Promise.all(paths.map(async (p) => [p, await lookTime(join(root, p))] as const));
+      this.ledger.gapWritten(looks, start, this.windows, this.wall());
+    }, false);
   }
 
   private landing(command: string): BashLanding {
@@ -366,14 +388,14 @@ export class WorktreeProbe {
     }
   }
 
-  /** Git work in arrival order, one at a time; a failed task never stops the chain. */
-  private enqueue(task: () => Promise<void>): void {
-    this.pending++;
+  /** Git work in arrival order, one at a time; a failed task never stops the chain. A gap look is not counted. */
+  private enqueue(task: () => Promise<void>, counted = true): void {
+    if (counted) this.pending++;
     this.chain = this.chain
       .then(task)
       .catch(() => undefined)
       .finally(() => {
-        this.pending--;
+        if (counted) this.pending--;
       });
   }
 }

@@ -101,22 +101,23 @@ export function tokenize(command: string): string[] {
   return out;
 }
 
-// One bash call asks for the segments of the same command up to five times
-// (work text, key, target, commit and test checks): the last few answers are
-// kept. Callers treat the result as read-only.
-const recentSegments: Array<[string, string[][]]> = [];
+// One bash call asks for the segments of the same command up to six times
+// (work text, key, target, commit, test and write checks): the last few
+// answers are kept. Callers treat the result as read-only.
+const recent: Array<[string, string[][][], string[][]]> = [];
+
+function split(command: string): [string[][][], string[][]] {
+  for (const [c, lines, segs] of recent) if (c === command) return [lines, segs];
+  const lines = splitPipelines(command);
+  const segs = lines.flat();
+  recent.unshift([command, lines, segs]);
+  if (recent.length > 4) recent.pop();
+  return [lines, segs];
+}
 
 /** The command split at separators into simple commands, env assignments and wrappers removed. */
 export function segments(command: string): string[][] {
-  for (const [c, segs] of recentSegments) if (c === command) return segs;
-  const segs = splitSegments(command);
-  recentSegments.unshift([command, segs]);
-  if (recentSegments.length > 4) recentSegments.pop();
-  return segs;
-}
-
-function splitSegments(command: string): string[][] {
-  return pipelines(command).flat();
+  return split(command)[1];
 }
 
 /**
@@ -125,6 +126,10 @@ function splitSegments(command: string): string[][] {
  * writes comes from the stages before it in its pipeline.
  */
 export function pipelines(command: string): string[][][] {
+  return split(command)[0];
+}
+
+function splitPipelines(command: string): string[][][] {
   const out: string[][][] = [[[]]];
   for (const tok of tokenize(splitHeredocs(command).shell)) {
     const line = out[out.length - 1] as string[][];

@@ -19,6 +19,8 @@ export interface TreeChange {
   mtimeMs: number | null;
   /** The file system keeps whole seconds only. */
   coarse: boolean;
+  /** When it was created, if after the probe's last look (null: earlier, or not known). */
+  bornMs?: number | null;
 }
 
 export interface CreditInput {
@@ -48,10 +50,11 @@ const FINE_SLACK_MS = 25;
 const COARSE_SLACK_MS = 2000;
 const UNRESOLVED = /[*?[\]$~`{}]/;
 
+const slackOf = (coarse: boolean) => (coarse ? COARSE_SLACK_MS : FINE_SLACK_MS);
+
 /** The time t (a file's mtime) falls inside the call's window. */
 export function inWindow(t: number, coarse: boolean, start: number, end: number): boolean {
-  const slack = coarse ? COARSE_SLACK_MS : FINE_SLACK_MS;
-  return t >= start - slack && t <= end + slack;
+  return t >= start - slackOf(coarse) && t <= end + slackOf(coarse);
 }
 
 /** A path as the command wrote it, relative to the top level; null when it cannot be told or lies outside. */
@@ -67,8 +70,9 @@ function under(path: string, named: readonly string[]): boolean {
   return named.some((n) => n === "" || path === n || path.startsWith(`${n}/`));
 }
 
-function ours(c: TreeChange, windows: ReadonlyArray<readonly [number, number]>): boolean {
-  return c.mtimeMs !== null && windows.some(([a, b]) => inWindow(c.mtimeMs as number, c.coarse, a, b));
+/** A write at time t (null: unknown) fell inside one of our calls' windows. */
+function ours(t: number | null, coarse: boolean, windows: ReadonlyArray<readonly [number, number]>): boolean {
+  return t !== null && windows.some(([a, b]) => inWindow(t, coarse, a, b));
 }
 
 /** Splits the changes the probe saw into the call's own (credited) and someone else's. */
@@ -85,11 +89,13 @@ export function creditChanges(input: CreditInput): Credit {
   const foreign: string[] = [];
   for (const c of input.changes) {
     if (!c.content || isRunOutput(c.path) || under(c.path, outputs)) continue;
-    const during = c.mtimeMs === null || inWindow(c.mtimeMs, c.coarse, start, end);
+    // Created after the last look but before the call started: someone else made it.
+    const born = c.bornMs != null && c.bornMs < start - slackOf(c.coarse) ? c.bornMs : null;
+    const during = born === null && (c.mtimeMs === null || inWindow(c.mtimeMs, c.coarse, start, end));
     // A named target is the call's own whatever its time says (mv and cp -p keep an old one).
     if (landing.can && under(c.path, edits)) credited.push(c.path);
     else if (unnamed && during && !input.volatile(c.path)) credited.push(c.path);
-    else if (!during && !ours(c, input.others ?? [])) foreign.push(c.path);
+    else if (!during && !ours(born ?? c.mtimeMs, c.coarse, input.others ?? [])) foreign.push(c.path);
   }
   return { credited, foreign };
 }
