@@ -6,13 +6,14 @@
 // agent's edits) never enter the project state, so they never make a call
 // look productive.
 
+import { join } from "node:path";
 import type { BashLanding } from "../shared/bash-landing.ts";
 import { BoundedMap } from "../shared/bounded-map.ts";
 import { sha256 } from "../shared/hash.ts";
 import { isRunOutput } from "../shared/run-output.ts";
 import { creditChanges, inWindow, type TreeChange } from "../shared/tree-credit.ts";
 import type { WorktreeAnswer } from "../shared/types.ts";
-import type { FileLook, TreeSnapshot } from "./tree-fingerprint.ts";
+import { type FileLook, lookTime, type TreeSnapshot } from "./tree-fingerprint.ts";
 
 /** The project state before and after a call, and hashes of the paths it changed ("HEAD": a commit). */
 export type TreeAnswer = WorktreeAnswer;
@@ -28,6 +29,8 @@ export interface LookCall {
 
 /** A path written by someone else stays volatile this long after it was last seen so. */
 const VOLATILE_MS = 10 * 60_000;
+/** Files whose times a call's start reads (the last snapshot's listed files, first ones). */
+const GAP_PATHS = 256;
 const NEVER: BashLanding = { can: false, edits: [], unnamed: false, outputs: [], commits: false };
 
 export class TreeLedger {
@@ -141,22 +144,20 @@ export class TreeLedger {
 
   /**
    * A quick look when a call starts (its before hook): a file the last
-   * snapshot listed that was written since then, before the call, was
-   * written by someone else. Returns the paths to ask about.
+   * snapshot listed that was written since then, before the call and outside
+   * our other calls, was written by someone else (a log or status file a
+   * server keeps rewriting): volatile. Only times are read.
    */
-  gapPaths(limit: number): string[] {
-    return [...(this.seen?.files.keys() ?? [])].slice(0, limit);
-  }
-
-  /** Marks volatile the paths written after the last look and before `start`, outside our windows. */
-  gapWritten(
-    looks: ReadonlyArray<readonly [string, FileLook | null]>,
+  async gapLook(
+    root: string,
     start: number,
     windows: ReadonlyArray<readonly [number, number]>,
-    now: number,
-  ): void {
+    wall: () => number,
+  ): Promise<void> {
     const seen = this.seen;
     if (!seen) return;
+    const paths = [...seen.files.keys()].slice(0, GAP_PATHS);
+    const looks = await Promise.all(paths.map(async (p) => [p, await lookTime(join(root, p))] as const));
     const foreign = looks.filter(([, l]) => {
       const t = l?.mtimeMs;
       if (t == null || t <= seen.at || inWindow(t, l?.coarse ?? false, start, Infinity)) return false;
@@ -164,7 +165,7 @@ export class TreeLedger {
     });
     this.markVolatile(
       foreign.map(([p]) => p),
-      now,
+      wall(),
     );
   }
 

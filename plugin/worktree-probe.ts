@@ -28,7 +28,7 @@ import {
   spawnGit,
   type TreeSnapshot,
 } from "./tree-fingerprint.ts";
-import { type TreeAnswer, TreeLedger } from "./tree-ledger.ts";
+import { type LookCall, type TreeAnswer, TreeLedger } from "./tree-ledger.ts";
 
 export { type GitRunner, spawnGit } from "./tree-fingerprint.ts";
 export type { TreeAnswer } from "./tree-ledger.ts";
@@ -57,8 +57,6 @@ const STALE_MS = 15 * 60_000;
 const GIT_RECHECK_MS = 60_000;
 /** Windows of ended calls kept until the next look (their writes are ours, not someone else's). */
 const MAX_WINDOWS = 64;
-/** Files whose times a call's start reads (the last snapshot's listed files, first ones). */
-const GAP_PATHS = 256;
 
 /**
  * One directory's probe. Git work is serialized in arrival order, so each
@@ -204,36 +202,38 @@ export class WorktreeProbe {
     // Without its before hook (the plugin loaded mid-call) only the files it names can be credited.
     const end = this.wall();
     const call = { landing, start: start ?? end, end, cwd: commandCwd(command, this.directory, workdir) };
-    return new Promise((done) => {
-      this.enqueue(async () => {
-        const snap = await this.snapshot();
-        if (snap === "not-git") {
-          done(prior && place === "here" ? await this.filesAnswer(command, landing, prior, startsAt) : null);
-          return;
-        }
-        if (snap === null) {
-          this.ledger.invalidate();
-          done(null);
-          return;
-        }
-        if (!this.quiet(startsAt)) {
-          this.absorb(snap, false);
-          done(null);
-          return;
-        }
-        const gitPlace = this.place as GitPlace;
-        const reflog = gitPlace.gitDir ? await lookTime(join(gitPlace.gitDir, "logs", "HEAD")) : null;
-        const answer = this.ledger.answer(
-          snap,
-          { ...call, root: gitPlace.root },
-          reflog,
-          this.takeWindows(),
-          this.wall(),
-        );
-        if (answer) this.stats.answers++;
-        done(answer);
-      });
-    });
+    const files =
+      prior && place === "here" ? () => this.filesAnswer(command, landing, prior, startsAt) : null;
+    return new Promise((done) => this.enqueue(async () => done(await this.gitAnswer(call, startsAt, files))));
+  }
+
+  /** The queued look after a call (files: the answer outside git, when the call has one). */
+  private async gitAnswer(
+    call: Omit<LookCall, "root">,
+    startsAt: number,
+    files: (() => Promise<TreeAnswer | null>) | null,
+  ): Promise<TreeAnswer | null> {
+    const snap = await this.snapshot();
+    if (snap === "not-git") return files ? files() : null;
+    if (snap === null) {
+      this.ledger.invalidate();
+      return null;
+    }
+    if (!this.quiet(startsAt)) {
+      this.absorb(snap, false);
+      return null;
+    }
+    const place = this.place as GitPlace;
+    const reflog = place.gitDir ? await lookTime(join(place.gitDir, "logs", "HEAD")) : null;
+    const answer = this.ledger.answer(
+      snap,
+      { ...call, root: place.root },
+      reflog,
+      this.takeWindows(),
+      this.wall(),
+    );
+    if (answer) this.stats.answers++;
+    return answer;
   }
 
   /** Resolves when the probes queued so far are done (the bench and tests wait on it). */
@@ -248,20 +248,10 @@ export class WorktreeProbe {
     this.aborts.clear();
   }
 
-  /**
-   * When a call that may write starts: the times of the files the last
-   * snapshot listed, so one written since then, before the call, is known as
-   * someone else's (a log or status file a server keeps rewriting). Not
-   * awaited by the hook; it only reads times.
-   */
+  /** When a call that may write starts: a look at the listed files' times (tree-ledger.ts), queued. */
   private gapLook(start: number): void {
-    const paths = this.ledger.gapPaths(GAP_PATHS);
     const root = this.place && this.place !== "not-git" ? this.place.root : null;
-    if (paths.length === 0 || root === null) return;
-    this.enqueue(async () => {
-      const looks = await Promise.all(paths.map(async (p) => [p, await lookTime(join(root, p))] as const));
-      this.ledger.gapWritten(looks, start, this.windows, this.wall());
-    }, false);
+    if (root) this.enqueue(() => this.ledger.gapLook(root, start, this.windows, this.wall), false);
   }
 
   private landing(command: string): BashLanding {
