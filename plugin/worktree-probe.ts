@@ -166,9 +166,9 @@ export class WorktreeProbe {
 
   /**
    * tool.execute.after of a bash call: null when there is nothing to wait for
-   * (the command cannot land, it works elsewhere, or the probe rests);
-   * otherwise the answer, which is null when the probe failed, timed out or
-   * was not quiet.
+   * (it cannot write, it works elsewhere, or the probe rests); otherwise the
+   * answer, which is null when the call cannot land or the probe failed,
+   * timed out or was not quiet.
    */
   after(
     sessionId: string,
@@ -182,9 +182,6 @@ export class WorktreeProbe {
     const start = this.running.get(key)?.wall;
     this.end(key);
     if (this.closed || !bashMayWrite(command)) return null;
-    const landing = this.landing(command);
-    // A call that cannot land needs no look: its writes are in `windows`, so the next look knows them as ours.
-    if (!landing.can) return null;
     const place = commandPlace(command, this.directory, workdir);
     if (place === "unknown" || this.restFor > 0 || this.pending >= this.maxPending) {
       if (this.restFor > 0) this.restFor--;
@@ -196,15 +193,23 @@ export class WorktreeProbe {
     const startsAt = this.starts;
     if (this.mode === "files") {
       if (!prior || place !== "here") return null;
-      return this.filesAnswer(command, landing, prior, startsAt);
+      return this.filesAnswer(command, prior, startsAt);
     }
-    this.stats.probes++;
     // Without its before hook (the plugin loaded mid-call) only the files it names can be credited.
     const end = this.wall();
-    const call = { landing, start: start ?? end, end, cwd: commandCwd(command, this.directory, workdir) };
-    const files =
-      prior && place === "here" ? () => this.filesAnswer(command, landing, prior, startsAt) : null;
-    return new Promise((done) => this.enqueue(async () => done(await this.gitAnswer(call, startsAt, files))));
+    const window = { start: start ?? end, end };
+    const files = prior && place === "here" ? () => this.filesAnswer(command, prior, startsAt) : null;
+    // What the call may land is read in the queue, off the tool path.
+    return new Promise((done) =>
+      this.enqueue(async () => {
+        const landing = this.landing(command);
+        // A call that cannot land needs no look: its writes are in `windows`, so the next look knows them as ours.
+        if (!landing.can) return done(null);
+        this.stats.probes++;
+        const call = { landing, ...window, cwd: commandCwd(command, this.directory, workdir) };
+        done(await this.gitAnswer(call, startsAt, files));
+      }),
+    );
   }
 
   /** The queued look after a call (files: the answer outside git, when the call has one). */
@@ -302,13 +307,12 @@ export class WorktreeProbe {
 
   private async filesAnswer(
     command: string,
-    landing: BashLanding,
     prior: Promise<string | null>,
     startsAt: number,
   ): Promise<TreeAnswer | null> {
     const before = await prior;
     if (before === null) return null;
-    const paths = namedFiles(command, landing);
+    const paths = namedFiles(command, this.landing(command));
     const after = await this.bounded((signal) => filesFingerprint(this.directory, paths, signal));
     if (after === null || !this.quiet(startsAt)) return null;
     return { before, after, changed: after === before ? [] : paths.map((p) => sha256(p).slice(0, 16)) };
