@@ -547,7 +547,7 @@ describe("what lands: the live probe on a real work tree vs replay", { timeout: 
       "python3 - <<'PY'\nfrom pathlib import Path\np = Path('src/app.js')\np.write_text(p.read_text().replace('1', '2'))\nPY",
       "git apply fix.patch",
       "cp src/app.js src/copy.js",
-      "git add -A && " + COMMIT,
+      `git add -A && ${COMMIT}`,
     ];
     const r = await landingSession({ files, commands, between: appender }, policy);
     expect(r.live).toEqual(r.replayed);
