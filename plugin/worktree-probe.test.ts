@@ -123,7 +123,7 @@ describe("gitFingerprint", () => {
   });
 });
 
-describe("WorktreeProbe in a git work tree", () => {
+describe("WorktreeProbe in a git work tree", { timeout: 20_000 }, () => {
   it("answers before/after per bash call; a revert returns to the earlier state", async () => {
     gitRepo();
     const probe = new WorktreeProbe({ directory: dir, timeoutMs: 20_000 });
@@ -245,7 +245,7 @@ describe("WorktreeProbe in a git work tree", () => {
   });
 });
 
-describe("WorktreeProbe outside git", () => {
+describe("WorktreeProbe outside git", { timeout: 20_000 }, () => {
   it("compares the files the command names before and after the call", async () => {
     process.env.GIT_CEILING_DIRECTORIES = tmpdir();
     try {
