@@ -17,7 +17,7 @@ describe("session info for the heartbeat", () => {
       event({
         id: "ses_a",
         title: `\u202eevil\u202c title\r\nsecond\u200b line ${"x".repeat(400)}`,
-        directory: "/home/ann/p\u0000roj",
+        directory: "/home/ann/p\u0000roj\ud800",
         time: { created: 1234.9 },
       }),
       "/home/ann",

@@ -4,12 +4,11 @@
 // runs of whitespace collapsed to one space, and a length cap. Nothing else of
 // a session's text is ever carried.
 
-/** C0 and C1 controls, DEL, zero-width and bidi controls, the byte-order mark. */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+/** Controls (C0, DEL, C1), format characters (zero-width, bidi controls, the byte-order mark) and lone surrogates. */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}]/gu;
 
 /** What the wire accepts for such a field: none of the characters displayText removes. */
-export const DISPLAY_TEXT_PATTERN =
-  /^[^\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]*$/;
+export const DISPLAY_TEXT_PATTERN = /^[^\p{Cc}\p{Cf}\p{Cs}]*$/u;
 
 /** `text` cleaned and cut to at most `max` UTF-16 units (never half a surrogate pair); null when nothing is left. */
 export function displayText(text: unknown, max: number): string | null {
