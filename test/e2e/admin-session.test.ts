@@ -82,14 +82,14 @@ describe("a flagged session's page and False alarm (real opencode, real Chromium
   test("open the flagged session, see why, mark it a false alarm, and the tree runs again", async () => {
     const { oc } = stack;
     const s = await oc.createSession({ title: "re-reader" });
-    const readme = join(oc.projectDir, "README.md");
     let released = false;
+    // The loop waits a moment before each read: the target names the read, not the sleep.
     router.on(
       s.id,
       (): ModelReply =>
         released
           ? { kind: "text", text: "running again after the false alarm" }
-          : { kind: "tools", calls: [{ name: "read", args: { filePath: readme } }] },
+          : { kind: "tools", calls: [{ name: "bash", args: { command: "sleep 0.1 && cat README.md" } }] },
     );
     await oc.promptAsync(s.id, "read the readme");
 
@@ -113,6 +113,7 @@ describe("a flagged session's page and False alarm (real opencode, real Chromium
     await row.waitFor();
     expect(await row.getAttribute("data-verdict")).toBe("looping");
     expect(await row.locator("td.mark").textContent()).toBe("-");
+    expect(await row.locator("td.target").textContent()).toMatch(/^bash cat README\.md x\d+$/);
     await page.screenshot({ path: artifact("admin-readout-flagged.png") });
 
     // The session page: timeline, evidence, report, the mode's actions.
@@ -140,7 +141,7 @@ describe("a flagged session's page and False alarm (real opencode, real Chromium
     expect(await evidence.locator('[data-evidence="signal"] td').first().textContent()).toMatch(/^[a-z_]+: /);
     expect(await evidence.locator("tr.fired").count()).toBe(1);
     expect(await evidence.locator('[data-evidence="top_targets"] td').first().textContent()).toMatch(
-      /^read README\.md x\d+$/,
+      /^bash cat README\.md x\d+$/,
     );
     expect(await evidence.locator('[data-evidence="same_result"] td').nth(1).textContent()).toBe(
       `warn at ${configSchema.parse({}).thresholds.top_warn}, loop at ${configSchema.parse({}).thresholds.top_loop}`,
