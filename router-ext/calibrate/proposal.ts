@@ -178,13 +178,31 @@ function fewLabels(row: SweepRow): string[] {
 
 const perfectOn = (r: SweepRow) => r.healthyFlagged === 0 && r.loopsCaught === r.loops;
 
-/** a before b: more loops caught, then nearer the current thresholds, then flagging earlier. */
-function closer(a: SweepRow, b: SweepRow, base: Thresholds): boolean {
+/** Sort order: more loops caught, then nearer the current thresholds, then flagging earlier. */
+function nearness(a: SweepRow, b: SweepRow, base: Thresholds): number {
   return (
-    (b.loopsCaught - a.loopsCaught ||
-      distance(a.thresholds, base) - distance(b.thresholds, base) ||
-      (a.medianCallsToDetection ?? Infinity) - (b.medianCallsToDetection ?? Infinity)) < 0
+    b.loopsCaught - a.loopsCaught ||
+    distance(a.thresholds, base) - distance(b.thresholds, base) ||
+    (a.medianCallsToDetection ?? Infinity) - (b.medianCallsToDetection ?? Infinity)
   );
+}
+
+/** The current thresholds kept, with the earliest candidate shown as not proposed. */
+function keep(current: SweepRow, earliest: SweepRow | null, warnings: string[]): Proposal {
+  return {
+    status: "keep",
+    row: { ...current, thresholds: {} },
+    changes: [],
+    reason:
+      "the current thresholds flag no healthy-labelled session and catch every loop-labelled one: the labels ask for no change",
+    warnings,
+    notProposed: earliest
+      ? {
+          row: earliest,
+          why: "it flags earlier on these labels, but labels that show no false alarm and no missed loop give no evidence that flagging earlier is safe",
+        }
+      : null,
+  };
 }
 
 /**
@@ -208,32 +226,12 @@ export function chooseProposal(input: ProposalInput): Proposal {
   const { current, ranked } = input;
   const base = input.policy.thresholds;
   const warnings = fewLabels(current);
-  const earliest = ranked.find((r) => moved(r, base).length > 0) ?? null;
-  if (perfectOn(current)) {
-    return {
-      status: "keep",
-      row: { ...current, thresholds: {} },
-      changes: [],
-      reason:
-        "the current thresholds flag no healthy-labelled session and catch every loop-labelled one: the labels ask for no change",
-      warnings,
-      notProposed: earliest
-        ? {
-            row: earliest,
-            why: "it flags earlier on these labels, but labels that show no false alarm and no missed loop give no evidence that flagging earlier is safe",
-          }
-        : null,
-    };
-  }
+  if (perfectOn(current))
+    return keep(current, ranked.find((r) => moved(r, base).length > 0) ?? null, warnings);
   const missesLoops = current.loopsCaught < current.loops;
   // Without a missed loop nothing asks to flag more: a candidate's tightened knobs stay where they are.
   const candidates = missesLoops
-    ? [...ranked].sort(
-        (a, b) =>
-          b.loopsCaught - a.loopsCaught ||
-          distance(a.thresholds, base) - distance(b.thresholds, base) ||
-          (a.medianCallsToDetection ?? Infinity) - (b.medianCallsToDetection ?? Infinity),
-      )
+    ? [...ranked].sort((a, b) => nearness(a, b, base))
     : looserOnly(ranked, base);
   const needLoops = missesLoops ? 0 : current.loops;
   const what = `the current thresholds flag ${current.healthyFlagged}/${current.healthy} healthy-labelled and catch ${current.loopsCaught}/${current.loops} loop-labelled session(s)`;
@@ -250,7 +248,7 @@ export function chooseProposal(input: ProposalInput): Proposal {
       firstProblem ??= problem;
       continue;
     }
-    if (!best || closer(row, best.row, base)) best = { row, changes };
+    if (!best || nearness(row, best.row, base) < 0) best = { row, changes };
   }
   if (best)
     return {
