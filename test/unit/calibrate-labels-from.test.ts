@@ -13,24 +13,15 @@ import { run } from "../../router-ext/cli/run.ts";
 import type { RunningServer } from "../../router-ext/server/start.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 import { testIo } from "../helpers/cli-io.ts";
+import { RECORDED, recordedId } from "../helpers/recorded-ids.ts";
 import { QUIET_LOCAL_YAML, startTestRouter } from "../helpers/test-router.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
 
-const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const ADMIN = "labels-from-admin-token-0123";
 const PLUGIN = "labels-from-plugin-token-0123";
-const corpus = JSON.parse(readFileSync(join(RECORDED, "labels.json"), "utf8")) as Record<
-  string,
-  { label: string; scenario: string }
->;
-const idOf = (scenario: string) => {
-  const id = Object.entries(corpus).find(([, e]) => e.scenario === scenario)?.[0];
-  if (!id) throw new Error(`no recording of ${scenario}`);
-  return id;
-};
 // Flagged under the twitchy thresholds below; the first two are healthy, the last two loops.
-const FALSE_ALARMS = [idOf("poll-progress"), idOf("steered")];
-const LOOPS = [idOf("read-loop"), idOf("bash-retry-loop")];
+const FALSE_ALARMS = [recordedId("poll-progress"), recordedId("steered")];
+const LOOPS = [recordedId("read-loop"), recordedId("bash-retry-loop")];
 
 let tmp: string;
 let srv: RunningServer;

@@ -13,18 +13,9 @@ import { renderSweep } from "../../router-ext/calibrate/render.ts";
 import { loadExports } from "../../router-ext/calibrate/sources.ts";
 import { evaluatePrepared, gridOf, prepare, runSweep } from "../../router-ext/calibrate/sweep.ts";
 import { type Label, parseConfig, policyFromConfig } from "../../shared/index.ts";
+import { RECORDED, recordedId } from "../helpers/recorded-ids.ts";
 
 const REPO = join(import.meta.dirname, "..", "..");
-const RECORDED = join(REPO, "test", "fixtures", "recorded");
-const corpus = JSON.parse(readFileSync(join(RECORDED, "labels.json"), "utf8")) as Record<
-  string,
-  { label: string; scenario: string }
->;
-const idOf = (scenario: string) => {
-  const id = Object.entries(corpus).find(([, e]) => e.scenario === scenario)?.[0];
-  if (!id) throw new Error(`no recording of ${scenario}`);
-  return id;
-};
 
 function policyWith(thresholds: Record<string, number> = {}) {
   const r = parseConfig([
@@ -54,9 +45,9 @@ function sweepOn(labels: Record<string, Label>, thresholds: Record<string, numbe
 describe("the proposal from a few labels", () => {
   test("three labels on the shipped thresholds: the earlier candidate is shown, not proposed", () => {
     const labels: Record<string, Label> = {
-      [idOf("edit-test")]: "healthy",
-      [idOf("read-loop")]: "loop",
-      [idOf("bash-retry-loop")]: "loop",
+      [recordedId("edit-test")]: "healthy",
+      [recordedId("read-loop")]: "loop",
+      [recordedId("bash-retry-loop")]: "loop",
     };
     const { policy, prepared, sweep } = sweepOn(labels);
     const earliest = sweep.earliest;
@@ -82,12 +73,12 @@ describe("the proposal from a few labels", () => {
   }, 30_000);
 
   test("false alarms under twitchy thresholds: the nearest fix, each moved knob two steps from a false flag", () => {
-    const falseAlarms = [idOf("poll-progress"), idOf("steered")];
+    const falseAlarms = [recordedId("poll-progress"), recordedId("steered")];
     const labels: Record<string, Label> = {
       [falseAlarms[0] as string]: "healthy",
       [falseAlarms[1] as string]: "healthy",
-      [idOf("read-loop")]: "loop",
-      [idOf("bash-retry-loop")]: "loop",
+      [recordedId("read-loop")]: "loop",
+      [recordedId("bash-retry-loop")]: "loop",
     };
     const twitchy = { top_warn: 3, stall_turns: 2, dup_warn: 0.2, fail_warn: 2 };
     const { sweep } = sweepOn(labels, twitchy);
