@@ -62,6 +62,8 @@ describe("tokenize and segments", () => {
     expect(commandTarget("echo x > notes.txt && cat notes.txt")).toBe("echo x");
     // nothing but filler: the first of it.
     expect(commandTarget("sleep 1 & wait")).toBe("sleep 1");
+    expect(commandTarget("echo all good; exit 3")).toBe("echo all");
+    expect(commandTarget("make; exit $?")).toBe("make");
     expect(commandTarget("cd x")).toBe("cd x");
     expect(workSegments("cd /a && source .venv/bin/activate && pytest t.py")).toEqual([["pytest", "t.py"]]);
     expect(workSegments("cd /a")).toEqual([["cd", "/a"]]);

@@ -139,10 +139,22 @@ function stripPrefixes(words: string[]): string[] {
 }
 
 /**
- * Programs that only wait or print a constant: `sleep 1 && cat f` is about
- * `cat f`. echo and printf count only when they write nowhere but the screen.
+ * Programs that only wait, print a constant or end the shell: `sleep 1 && cat
+ * f` is about `cat f`. echo and printf count only when they write nowhere but
+ * the screen.
  */
-const FILLER_PROGRAMS = new Set(["sleep", "true", "false", ":", "wait", "clear", "echo", "printf"]);
+const FILLER_PROGRAMS = new Set([
+  "sleep",
+  "true",
+  "false",
+  ":",
+  "wait",
+  "clear",
+  "echo",
+  "printf",
+  "exit",
+  "return",
+]);
 
 function isFiller(words: readonly string[]): boolean {
   const program = words[0] as string;
