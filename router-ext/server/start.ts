@@ -84,6 +84,23 @@ function swappableNotifier(initial: Notifier): { notifier: Notifier; swap(next: 
   };
 }
 
+/**
+ * stallguard's own database; an error names where the path came from and that
+ * it is not opencode's (which `calibrate --db` reads). A short busy timeout: a
+ * write lock held by another process must not freeze the server (the store
+ * queues the gate's writes; /progress answers 503 and the plugin retries).
+ */
+function openStore(path: string, from: "--db" | "server.db" | null) {
+  try {
+    return openDatabase(path, { busyTimeoutMs: 50 });
+  } catch (err) {
+    const what = from ?? "the default database path";
+    throw new Error(
+      `${what} (stallguard's own store, not opencode's database; that one is calibrate --db): ${(err as Error).message}`,
+    );
+  }
+}
+
 const changed = (a: Config, b: Config, key: keyof Config) =>
   JSON.stringify(a[key]) !== JSON.stringify(b[key]);
 
@@ -109,9 +126,10 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const credentials = loadCredentials(base, env);
   const dbPath = base.server.db ?? defaultDbPath(env);
   const now = opts.now ?? Date.now;
-  // A short busy timeout: a write lock held by another process must not freeze the
-  // server (the store queues the gate's writes; /progress answers 503 and the plugin retries).
-  const store = new Store(openDatabase(dbPath, { busyTimeoutMs: 50 }), { now, log });
+  const store = new Store(openStore(dbPath, opts.dbPath ? "--db" : base.server.db ? "server.db" : null), {
+    now,
+    log,
+  });
   let live: LiveConfig;
   try {
     live = LiveConfig.create({ fileLayers: files.fileLayers, flags, overrides: store.knobOverrides(), log });
