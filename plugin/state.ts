@@ -6,6 +6,7 @@
 // waits for its work-tree probe off the tool path; the observations after it
 // queue behind it, so the judge sees them in the order replay does.
 
+import { describeUrlSource } from "../router-ext/server/router-link.ts";
 import {
   incidentReport,
   isCompleteHook,
@@ -17,8 +18,9 @@ import {
   type VerdictChange,
 } from "../shared/index.ts";
 import { obj, text } from "../shared/read.ts";
+import { DeliveryWatch } from "./delivery-notice.ts";
 import { heartbeatSessions } from "./heartbeat.ts";
-import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
+import { IdentityCache, identityHeaders, reportHeaders, sessionInfoOf } from "./identity.ts";
 import { ObservationQueue, type Timer } from "./observation-queue.ts";
 import { type ClientLike, OpencodeUi } from "./opencode-ui.ts";
 import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
@@ -50,6 +52,8 @@ export interface StallguardDeps {
   /** Longest a bash call's observation (and everything after it) waits for its probe. */
   probeWaitMs?: number;
   timer?: Timer;
+  /** How long reports must fail before the plugin says so (toast and log). Default 5 s. */
+  noticeGraceMs?: number;
 }
 
 export type { ProbeLike } from "./probe-hooks.ts";
@@ -75,6 +79,8 @@ export class Stallguard {
   private readonly probes: ProbeHooks;
   private readonly queue: ObservationQueue;
   private readonly ui: OpencodeUi;
+  /** Whether reports reach the router; says so once per failing stretch. */
+  private readonly delivery: DeliveryWatch;
   private readonly now: () => number;
   private readonly version: string;
   private readonly instanceId: string;
@@ -109,9 +115,18 @@ export class Stallguard {
           }
         : {}),
     });
+    this.delivery = new DeliveryWatch({
+      ...(deps.noticeGraceMs !== undefined ? { graceMs: deps.noticeGraceMs } : {}),
+      now: this.now,
+      ui: this.ui,
+      toast: (t) => this.showToast(t),
+      queued: () => this.reporter.pending,
+      urlFrom: () => describeUrlSource(s.routerUrl().source, s.linkPath),
+    });
     this.reporter = new Reporter({
-      url: s.routerUrl,
+      url: () => s.routerUrl().url,
       token: s.token,
+      onDelivery: (d) => this.delivery.record(d),
       timeoutMs: s.timeoutMs,
       queueSize: s.queueSize,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
@@ -183,7 +198,15 @@ export class Stallguard {
     if (kind === "turn") this.identity.setAgent(sessionId, text(i.agent));
     const agent = kind === "turn" ? this.identity.agentOf(sessionId) : String(i.agent ?? "unknown");
     const parentId = await this.identity.resolveParent(sessionId);
-    Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }));
+    Object.assign(
+      headers,
+      identityHeaders({ sessionId, agent, parentId, version: this.version }),
+      reportHeaders({
+        instanceId: this.instanceId,
+        url: this.reporter.target,
+        state: this.delivery.notice.state,
+      }),
+    );
     if (kind === "title") return;
     const time = this.now();
     if (kind === "compaction") {

@@ -60,7 +60,10 @@ export async function postProgress(
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
   } catch (err) {
-    return { status: "retry", http: null, text: "", detail: (err as Error)?.message ?? String(err) };
+    // fetch says "fetch failed"; the cause says why (ECONNREFUSED, a timeout).
+    const cause = (err as { cause?: { code?: unknown } })?.cause?.code;
+    const detail = typeof cause === "string" ? cause : ((err as Error)?.message ?? String(err));
+    return { status: "retry", http: null, text: "", detail };
   }
   // Drained either way, so the connection is released.
   const text = await res.text().catch(() => "");

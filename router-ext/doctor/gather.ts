@@ -15,6 +15,7 @@ import { bundleVersion, globalConfigDir } from "../cli/install-plugin.ts";
 import { UNIT_FILES } from "../cli/install-units.ts";
 import { VERSION } from "../cli/version.ts";
 import { checkCommand, checkSessionBus } from "../notify/diagnostics.ts";
+import { routerUrlFor } from "../server/router-link.ts";
 import { secretFilePaths } from "../server/secret-files.ts";
 import { sessionBusEnv } from "../watchdog/desktop.ts";
 import { userUnitDir } from "../watchdog/loop.ts";
@@ -28,7 +29,7 @@ export interface GatherOptions {
   now: number;
   /** Where opencode runs (its project files): default the current directory. */
   projectDir: string;
-  /** --router; default STALLGUARD_URL, then plugin.router_url. */
+  /** --router; default STALLGUARD_URL, plugin.router_url, serve's router.json, the default URL. */
   routerUrl?: string | null;
   /** --opencode; default `opencode` on PATH. */
   opencodeBin?: string | null;
@@ -219,7 +220,7 @@ function packageVersion(): string {
 
 export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const fetchImpl = o.fetchImpl ?? fetch;
-  const routerUrl = o.routerUrl || o.env.STALLGUARD_URL || o.config.plugin.router_url;
+  const routerUrl = routerUrlFor(o.config, o.env, o.routerUrl).url;
   const router = await routerFact(routerUrl, fetchImpl);
   const live = router.ok ? router.health : null;
   const files = configFiles(o);

@@ -21,6 +21,7 @@ import { loadCredentials } from "./credentials.ts";
 import { createDelivery } from "./deliver.ts";
 import { nodeBody } from "./incoming-body.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
+import { announceRouter } from "./router-link.ts";
 import { checkBindHost } from "./security.ts";
 import { streamFetch } from "./stream-fetch.ts";
 
@@ -99,6 +100,20 @@ function openStore(path: string, from: "--db" | "server.db" | null) {
       `${what} (stallguard's own store, not opencode's database; that one is calibrate --db): ${(err as Error).message}`,
     );
   }
+}
+
+/** Where the gate sends /v1 (its credentials in the URL, if any, left out) and whose key it adds. */
+function upstreamLine(c: Config): string {
+  const up = c.server.upstream;
+  if (up === null) return "gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503";
+  const u = new URL(up);
+  u.username = "";
+  u.password = "";
+  const keyEnv = c.server.upstream_api_key_env;
+  const key = keyEnv
+    ? `the upstream key from $${keyEnv}`
+    : "no upstream key (server.upstream_api_key_env unset)";
+  return `gate: /v1 -> ${u.toString().replace(/\/+$/, "")} with ${key}`;
 }
 
 const changed = (a: Config, b: Config, key: keyof Config) =>
@@ -191,8 +206,6 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const gateMount = new Hono();
   gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw, c.env));
   gateMount.get("/gate/:session", (c) => gate.fetch(c.req.raw, c.env));
-  if (cfg().server.upstream === null)
-    log("gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503");
 
   const app = createApp({
     store,
@@ -298,9 +311,22 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   });
 
   // Paths and sources only: a token never goes to the log (the journal under systemd).
-  log(`stallguard ${VERSION} listening on ${url} (admin page: ${url}/admin)`);
+  log(`stallguard ${VERSION} listening on ${url}`);
+  log(
+    `admin page: ${url}/admin (it asks for the admin token: the file on the next line, or $STALLGUARD_ADMIN_TOKEN)`,
+  );
   for (const line of credentials.lines) log(line);
   log(`database: ${dbPath}`);
+  log(upstreamLine(base));
+  announceRouter({
+    env,
+    host,
+    port,
+    tokenEnv: base.plugin.token_env,
+    version: VERSION,
+    startedAt: now(),
+    log,
+  });
 
   let closing: Promise<void> | null = null;
   return {

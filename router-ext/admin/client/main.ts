@@ -95,7 +95,7 @@ function showPrompt(message: string): void {
 
 function unauthorized(): void {
   showPrompt(
-    "401: the router rejected this admin token. Enter the current one (printed by stallguard serve).",
+    "401: the router rejected this admin token. Paste the current one: the admin.token file stallguard serve names at start (~/.config/stallguard/admin.token), or $STALLGUARD_ADMIN_TOKEN.",
   );
 }
 
@@ -349,7 +349,9 @@ async function boot(): Promise<void> {
   const token = fromFragment ?? (await store.load());
   if (token) await start(token);
   else
-    showPrompt("no admin token stored: open the admin URL printed by stallguard serve, or paste the token");
+    showPrompt(
+      "no admin token stored: paste the one in the admin.token file stallguard serve names at start (~/.config/stallguard/admin.token), or $STALLGUARD_ADMIN_TOKEN",
+    );
 }
 
 void boot();
