@@ -37,7 +37,10 @@ export const sessionViewSchema = z.object({
   worst: verdict,
   flags: z.number(),
   stage: sessionStageSchema,
+  /** A plugin reported the session (a transition or heartbeat) within three heartbeats. */
   plugin_live: z.boolean(),
+  /** The gate saw the plugin's headers on the session's requests within three heartbeats (loaded; reporting or not). */
+  plugin_headers: z.optional(z.boolean()),
   plugin_version: z.nullable(z.string()),
   turns_since_landed: z.number(),
   usd_since_landed: z.number(),
@@ -121,6 +124,19 @@ export const healthSchema = z.object({
   ),
   /** Plugin instances with a heartbeat within three heartbeat intervals. */
   plugins_live: z.optional(z.number()),
+  /** Plugin processes whose headers reach the gate but whose reports do not (router-ext/db/tables/plugin-links.ts). */
+  plugins_headers_only: z.optional(
+    z.array(
+      z.object({
+        instance_id: z.string(),
+        version: z.string(),
+        /** The URL it posts its reports to (null: an older plugin that does not say). */
+        report_url: z.nullable(z.string()),
+        report_state: z.nullable(z.string()),
+        last_headers_at: z.number(),
+      }),
+    ),
+  ),
   /** The database accepts a write transaction (a read-only file or a full disk does not). */
   db_writable: z.optional(z.boolean()),
   /** The largest POST /progress body taken; reporters size their batches under it. */

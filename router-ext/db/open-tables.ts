@@ -5,6 +5,7 @@ import { countersTable } from "./tables/counters.ts";
 import { directivesTable } from "./tables/directives.ts";
 import { knobsTable } from "./tables/knobs.ts";
 import { marksTable } from "./tables/marks.ts";
+import { pluginLinksTable } from "./tables/plugin-links.ts";
 import { pluginsTable } from "./tables/plugins.ts";
 import { refusalsTable } from "./tables/refusals.ts";
 import { refusedSessionsTable } from "./tables/refused-sessions.ts";
@@ -22,6 +23,7 @@ export function openTables(db: Database.Database) {
     directives: directivesTable(db),
     knobs: knobsTable(db),
     marks: marksTable(db),
+    pluginLinks: pluginLinksTable(db),
     plugins: pluginsTable(db),
     refusals: refusalsTable(db),
     refusedSessions: refusedSessionsTable(db),

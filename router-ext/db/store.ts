@@ -134,7 +134,19 @@ export class Store implements GateStore {
         },
         now,
       );
-      if (identity.pluginVersion) t.sessions.pluginSeen(sessionId, identity.pluginVersion.slice(0, 64), now);
+      // Headers say a plugin is loaded, not that it reports (that is plugin_seen_at, from /progress).
+      const version = identity.pluginVersion?.slice(0, 64);
+      if (version) t.sessions.headersSeen(sessionId, version, now);
+      if (version && identity.link)
+        t.pluginLinks.seen(
+          {
+            instance_id: identity.link.instanceId,
+            plugin_version: version,
+            report_url: identity.link.reportTo,
+            report_state: identity.link.state,
+          },
+          now,
+        );
     }
     const known = t.sessions.get(sessionId) !== undefined;
     const parent = identity.parent && identity.parent !== sessionId ? identity.parent : null;
@@ -371,7 +383,7 @@ export class Store implements GateStore {
         ticks: t.ticks.prune(cutoff),
         samples: t.samples.prune(cutoff),
         refusalLog: refusals.log,
-        plugins: t.plugins.prune(cutoff),
+        plugins: t.plugins.prune(cutoff) + t.pluginLinks.prune(cutoff),
         sessions: t.sessions.prune(cutoff),
       };
     })();

@@ -21,6 +21,7 @@ import type {
 } from "../api/schemas.ts";
 import { schemaVersion } from "../db/migrations.ts";
 import type { IngestResult, Store } from "../db/store.ts";
+import { headersOnly } from "../db/tables/plugin-links.ts";
 import { isBusy } from "../db/write-queue.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
 import { byName, issuesOf, jsonBody, validBody } from "./admin-body.ts";
@@ -180,6 +181,14 @@ export function createApp(deps: AppDeps): Hono {
         ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged, servers: tick.servers }
         : null,
       plugins_live: db === "ok" ? store.livePlugins(now() - liveWindow()) : 0,
+      plugins_headers_only:
+        db === "ok"
+          ? headersOnly(store.tables.pluginLinks.since(now() - liveWindow()), {
+              now: now(),
+              liveWindowMs: liveWindow(),
+              heartbeatMs: config.get().progress.heartbeat,
+            })
+          : [],
       db_writable: db === "ok" && store.writable(),
       max_progress_bytes: config.get().server.max_progress_bytes,
       pending_writes: store.writes.stats.pending,

@@ -205,6 +205,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   let gate = buildGate(cfg());
   const gateMount = new Hono();
   gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw, c.env));
+  gateMount.get("/gate", (c) => gate.fetch(c.req.raw, c.env));
   gateMount.get("/gate/:session", (c) => gate.fetch(c.req.raw, c.env));
 
   const app = createApp({

@@ -12,6 +12,7 @@ import { fmtAgo, fmtTime } from "./format.ts";
 import { renderKnobs } from "./knobs-view.ts";
 import { exportLabels } from "./labels-export.ts";
 import { renderChannels, renderDeliveries } from "./notifier-view.ts";
+import { headersOnlyNote } from "./plugin-state.ts";
 import {
   channelSchema,
   deliverySchema,
@@ -208,7 +209,7 @@ async function refresh(): Promise<void> {
     if (gen !== generation) return;
     const now = Date.now();
     const h1 = health === undefined ? undefined : healthSchema.safeParse(health);
-    if (h1?.success) replace(el.health, watchdogLine(h1.data, now));
+    if (h1?.success) replace(el.health, watchdogLine(h1.data, now), headersOnlyNote(h1.data));
     else if (h1) errors.push(`health: ${h1.error.issues[0]?.message ?? "invalid"}`);
 
     if (sessions !== undefined) {

@@ -8,6 +8,7 @@ import { drawTimeline, VERDICT_COLORS } from "../../timeline/draw.ts";
 import { button, type Child, dataTable, h, replace } from "./dom.ts";
 import { evidenceRows } from "./evidence.ts";
 import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd } from "./format.ts";
+import { PLUGIN_TITLE, pluginState } from "./plugin-state.ts";
 import { actionsOf, sessionTimeline } from "./session-history.ts";
 import { svgElement } from "./svg-dom.ts";
 import { viewHash } from "./views.ts";
@@ -19,6 +20,14 @@ export interface SessionPageActions {
 
 const vClass = (v: string) => `v v-${v.replace(/[^a-z_]/g, "")}`;
 const sessionLink = (id: string) => h("a", { href: viewHash({ name: "session", id }), class: "sid" }, id);
+
+/** live 0.1.0 (reporting), headers only 0.1.0 (the gate sees it, its reports do not arrive), or not live. */
+function pluginFact(s: SessionDetail["session"]): Child {
+  const state = pluginState(s);
+  if (state === "none") return "not live";
+  const text = `${state === "reporting" ? "live" : "headers only"} ${s.plugin_version ?? ""}`.trim();
+  return h("span", { class: state === "reporting" ? "" : "warn", title: PLUGIN_TITLE[state] }, text);
+}
 
 function facts(d: SessionDetail): HTMLElement {
   const s = d.session;
@@ -36,7 +45,7 @@ function facts(d: SessionDetail): HTMLElement {
       "gate",
       s.refused ? h("span", { class: "refused" }, `refused (${s.stopped_by ?? "?"})`) : "lets it through",
     ],
-    ["plugin", s.plugin_live ? `live ${s.plugin_version ?? ""}` : "not live"],
+    ["plugin", pluginFact(s)],
     ["turns since landed", fmtInt(s.turns_since_landed)],
     ["$ since landed", fmtUsd(s.usd_since_landed)],
     ["context", fmtInt(s.context_tokens)],

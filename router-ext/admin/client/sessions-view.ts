@@ -3,6 +3,7 @@
 // session page and shows an admin's mark. Rebuilt on every refresh.
 import { button, h, replace } from "./dom.ts";
 import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd, toMs } from "./format.ts";
+import { PLUGIN_LABEL, PLUGIN_TITLE, pluginState } from "./plugin-state.ts";
 import type { SessionRow } from "./schemas.ts";
 import { groupTrees, type Tree, verdictRank } from "./trees.ts";
 import { viewHash } from "./views.ts";
@@ -78,10 +79,14 @@ function pluginCell(r: SessionRow, serverVersion: string | null): HTMLTableCellE
     serverVersion !== null &&
     serverVersion !== "dev" &&
     r.plugin_version !== serverVersion;
+  const state = pluginState(r);
   return h(
     "td",
-    { class: r.plugin_live ? "live" : "dead" },
-    r.plugin_live ? "live" : "no",
+    {
+      class: state === "reporting" ? "live" : state === "headers_only" ? "warn" : "dead",
+      title: PLUGIN_TITLE[state],
+    },
+    PLUGIN_LABEL[state],
     r.plugin_version ? ` ${r.plugin_version}` : "",
     stale ? h("span", { class: "stale", title: `router is ${serverVersion}` }, " (stale)") : null,
   );
