@@ -79,6 +79,17 @@ export const eventViewSchema = z.object({
 });
 export type EventView = z.infer<typeof eventViewSchema>;
 
+/** One row of GET /api/events `router_events`: the router was down from `from` to `to` (found on its start at `at`). */
+export const routerEventViewSchema = z.object({
+  kind: z.enum(["down"]),
+  from: z.number(),
+  to: z.number(),
+  /** The run before stopped itself; false: it ended without stopping (crash, kill, power loss), `from` is its last alive mark. */
+  clean: z.boolean(),
+  at: z.number(),
+});
+export type RouterEventView = z.infer<typeof routerEventViewSchema>;
+
 export const refusalScopeSchema = z.enum(["tree", "session"]);
 export type RefusalScope = z.infer<typeof refusalScopeSchema>;
 export const refusalStateSchema = z.enum(["stopped", "running"]);
@@ -309,7 +320,10 @@ export type BreakerTripView = z.infer<typeof breakerTripSchema>;
 // parses the rows one by one (parseRows), so one bad row does not blank a table.
 export const sessionsResponseSchema = z.object({ sessions: z.array(sessionViewSchema) });
 export type SessionsResponse = z.infer<typeof sessionsResponseSchema>;
-export const eventsResponseSchema = z.object({ events: z.array(eventViewSchema) });
+export const eventsResponseSchema = z.object({
+  events: z.array(eventViewSchema),
+  router_events: z.optional(z.array(routerEventViewSchema)),
+});
 export type EventsResponse = z.infer<typeof eventsResponseSchema>;
 export const treesResponseSchema = z.object({
   trees: z.array(refusalViewSchema),

@@ -10,6 +10,7 @@ import { pluginsTable } from "./tables/plugins.ts";
 import { refusalsTable } from "./tables/refusals.ts";
 import { refusedSessionsTable } from "./tables/refused-sessions.ts";
 import { requestsTable } from "./tables/requests.ts";
+import { routerRunsTable } from "./tables/router-runs.ts";
 import { samplesTable } from "./tables/samples.ts";
 import { sessionsTable } from "./tables/sessions.ts";
 import { ticksTable } from "./tables/ticks.ts";
@@ -28,6 +29,7 @@ export function openTables(db: Database.Database) {
     refusals: refusalsTable(db),
     refusedSessions: refusedSessionsTable(db),
     requests: requestsTable(db),
+    routerRuns: routerRunsTable(db),
     samples: samplesTable(db),
     sessions: sessionsTable(db),
     ticks: ticksTable(db),

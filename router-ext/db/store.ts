@@ -55,6 +55,7 @@ export interface PruneResult {
   samples: number;
   refusalLog: number;
   plugins: number;
+  routerRuns: number;
 }
 
 export interface StoreOptions {
@@ -384,6 +385,7 @@ export class Store implements GateStore {
         samples: t.samples.prune(cutoff),
         refusalLog: refusals.log,
         plugins: t.plugins.prune(cutoff) + t.pluginLinks.prune(cutoff),
+        routerRuns: t.routerRuns.prune(cutoff),
         sessions: t.sessions.prune(cutoff),
       };
     })();

@@ -234,7 +234,10 @@ export function createApp(deps: AppDeps): Hono {
     const limit = raw === undefined ? 100 : Number(raw);
     if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
       return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 10000"] }, 400);
-    return c.json({ events: store.events(limit) } satisfies EventsResponse);
+    return c.json({
+      events: store.events(limit),
+      router_events: store.tables.routerRuns.events(limit),
+    } satisfies EventsResponse);
   });
 
   api.get("/api/clients", (c) =>

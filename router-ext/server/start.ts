@@ -21,6 +21,7 @@ import { loadCredentials } from "./credentials.ts";
 import { createDelivery } from "./deliver.ts";
 import { nodeBody } from "./incoming-body.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
+import { startAliveMarks } from "./router-alive.ts";
 import { announceRouter } from "./router-link.ts";
 import { checkBindHost } from "./security.ts";
 import { streamFetch } from "./stream-fetch.ts";
@@ -44,6 +45,8 @@ export interface StartOptions {
   now?: () => number;
   /** How often the server looks at the latest watchdog tick for a late one. Default 2 s. */
   blindCheckMs?: number;
+  /** How often the router marks itself alive in its database (the outage on record after a crash). Default 15 s. */
+  aliveMs?: number;
   /** How often the breaker moves its models' states forward. Default 10 s. */
   breakerTickMs?: number;
 }
@@ -236,6 +239,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const hostPart = host.includes(":") ? `[${host}]` : host;
   const url = `http://${hostPart}:${port}`;
 
+  // The router's own heartbeat; an outage before this start becomes an event.
+  const alive = startAliveMarks({ store, now, version: VERSION, log, intervalMs: opts.aliveMs });
+
   // Retention: prune at start, then periodically (at most hourly).
   const prune = () => {
     try {
@@ -342,6 +348,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
         unsubscribe();
         clearInterval(pruneTimer);
         clearInterval(blindTimer);
+        alive.stop();
         breaker.stop();
         await watchdog?.stop();
         await new Promise<void>((resolve) => {

@@ -24,6 +24,7 @@ import {
   knobsResponseSchema,
   listIn,
   parseRows,
+  routerEventSchema,
   sessionRowSchema,
 } from "./schemas.ts";
 import { loadSessionPage } from "./session-page.ts";
@@ -235,7 +236,9 @@ async function refresh(): Promise<void> {
     }
     if (events !== undefined) {
       const parsed = parseRows(listIn(events, "events") ?? [], eventSchema, "events");
-      renderEvents(el.events, parsed.rows, parsed.problems, now);
+      const outageList = Array.isArray(events) ? [] : (listIn(events, "router_events") ?? []);
+      const outages = parseRows(outageList, routerEventSchema, "router_events");
+      renderEvents(el.events, parsed.rows, [...parsed.problems, ...outages.problems], now, outages.rows);
     }
     if (deliveries !== undefined) {
       const list = deliveries === null ? null : listIn(deliveries, "deliveries");
