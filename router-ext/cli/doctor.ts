@@ -41,6 +41,7 @@ export default defineCommand({
     }
     const facts = await gatherFacts({
       config: loaded.config,
+      configPath: typeof args.config === "string" ? resolve(args.config) : null,
       env: io.env,
       now: io.now(),
       projectDir: resolve(typeof args.project === "string" ? args.project : process.cwd()),

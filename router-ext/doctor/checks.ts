@@ -271,7 +271,7 @@ export function checkDesktop(f: DoctorFacts): CheckResult {
       "dbus",
       false,
       d.problems[0] as string,
-      `run inside your desktop session, or set DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus (the systemd units set it); on a machine without a desktop turn the channel off: in config/config.local.yaml, notifications.channels: [{ name: ${name}, type: desktop, enabled: false }] (the key is notifications.channels[].enabled)`,
+      `run inside your desktop session, or set DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus (the systemd units set it); on a machine without a desktop turn the channel off: in ${f.localConfig ?? "config/config.local.yaml"}, notifications.channels: [{ name: ${name}, type: desktop, enabled: false }] (the key is notifications.channels[].enabled)`,
     );
   return pass("dbus", false, "the session bus answers (desktop alerts can be shown)");
 }

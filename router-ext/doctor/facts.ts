@@ -39,6 +39,8 @@ export interface DoctorFacts {
   routerUrl: string;
   /** Where routerUrl came from ("from --router", "from .../router.json (written by stallguard serve)", ...). */
   routerFrom?: string;
+  /** The config file a fix names (this install's config/config.local.yaml, or --config), by its full path. */
+  localConfig?: string;
   /** This stallguard's own version (its package), for when the router cannot say. */
   packageVersion?: string;
   /** The provider's key as the router judged it; absent when no provider points at the gate. */

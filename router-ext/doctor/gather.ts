@@ -31,6 +31,8 @@ import {
 
 export interface GatherOptions {
   config: Config;
+  /** --config FILE, the file used instead of config/config.local.yaml; default that file of this install. */
+  configPath?: string | null;
   env: NodeJS.ProcessEnv;
   now: number;
   /** Where opencode runs (its project files): default the current directory. */
@@ -259,6 +261,12 @@ function unitsFact(o: GatherOptions): DoctorFacts["units"] {
   return { dir, installed: [...installed], missing: [...missing], active };
 }
 
+/** The config file a fix tells the user to edit: this install's config/config.local.yaml, by its full path. */
+function localConfigPath(): string {
+  const root = packageRoot(dirname(fileURLToPath(import.meta.url)));
+  return root ? join(root, "config", "config.local.yaml") : "config/config.local.yaml";
+}
+
 /** The version the plugin should carry when the router cannot say (it is down, or runs from source). */
 function packageVersion(): string {
   if (VERSION !== "dev") return VERSION;
@@ -291,6 +299,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     mode: (live?.mode as Mode | undefined) ?? o.config.progress.mode,
     routerUrl,
     routerFrom,
+    localConfig: o.configPath ?? localConfigPath(),
     packageVersion: packageVersion(),
     ...(keyCheck ? { keyCheck } : {}),
     expectedVersion: live && live.version !== "dev" ? live.version : packageVersion(),
