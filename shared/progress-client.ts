@@ -60,9 +60,11 @@ export async function postProgress(
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
   } catch (err) {
-    // fetch says "fetch failed"; the cause says why (ECONNREFUSED, a timeout).
-    const cause = (err as { cause?: { code?: unknown } })?.cause?.code;
-    const detail = typeof cause === "string" ? cause : ((err as Error)?.message ?? String(err));
+    // Node's fetch says "fetch failed" with the reason in its cause (ECONNREFUSED);
+    // Bun's (the plugin in opencode) puts it on the error itself (ConnectionRefused).
+    const e = err as { code?: unknown; cause?: { code?: unknown }; message?: string };
+    const code = typeof e?.cause?.code === "string" ? e.cause.code : e?.code;
+    const detail = typeof code === "string" ? code : (e?.message ?? String(err));
     return { status: "retry", http: null, text: "", detail };
   }
   // Drained either way, so the connection is released.
