@@ -4,8 +4,10 @@
 // restart of a second says nothing), and again only after a delivery in
 // between. The reports themselves stay queued (reporter.ts). DeliveryNotice
 // decides (the clock comes in with each call); DeliveryWatch says it.
+import { describeUrlSource } from "../router-ext/server/router-link.ts";
 import type { OpencodeUi } from "./opencode-ui.ts";
 import type { Delivery } from "./reporter.ts";
+import type { Settings } from "./settings.ts";
 import type { Toast } from "./toast.ts";
 
 /** What the chat.headers hook tells the gate about delivery: nothing sent yet, delivering, or failing. */
@@ -80,15 +82,15 @@ export class DeliveryWatch {
 
   constructor(
     private readonly o: {
-      graceMs?: number;
+      graceMs?: number | undefined;
       now: () => number;
       ui: OpencodeUi;
       /** Shows a toast (the plugin's toasts setting applies). */
       toast: (t: Toast) => void;
       /** Reports waiting in the queue now. */
       queued: () => number;
-      /** Where the URL came from ("from STALLGUARD_URL", ...). */
-      urlFrom: () => string;
+      /** Where the router URL comes from, named in the warning ("from STALLGUARD_URL", ...). */
+      settings: Pick<Settings, "routerUrl" | "linkPath">;
     },
   ) {
     this.notice = new DeliveryNotice(o.graceMs);
@@ -103,7 +105,7 @@ export class DeliveryWatch {
     const text = undeliveredText(d, {
       since: this.notice.since ?? now,
       queued: this.o.queued(),
-      urlFrom: this.o.urlFrom(),
+      urlFrom: describeUrlSource(this.o.settings.routerUrl().source, this.o.settings.linkPath),
     });
     this.o.ui.log("warn", "progress_undelivered", text.log, true);
     this.o.toast(text.toast);

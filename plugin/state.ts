@@ -6,7 +6,6 @@
 // waits for its work-tree probe off the tool path; the observations after it
 // queue behind it, so the judge sees them in the order replay does.
 
-import { describeUrlSource } from "../router-ext/server/router-link.ts";
 import {
   incidentReport,
   isCompleteHook,
@@ -26,6 +25,7 @@ import { type ClientLike, OpencodeUi } from "./opencode-ui.ts";
 import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
 import { CallDedupe, callFromPart, toolPartHead } from "./sensor.ts";
+import { SessionInfos } from "./session-info.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";
 import { requestKind, usageOf, userTurnOf } from "./turns.ts";
@@ -54,6 +54,8 @@ export interface StallguardDeps {
   timer?: Timer;
   /** How long reports must fail before the plugin says so (toast and log). Default 5 s. */
   noticeGraceMs?: number;
+  /** The home folder, written ~ in the folders heartbeats carry (default os.homedir()). */
+  home?: string;
 }
 
 export type { ProbeLike } from "./probe-hooks.ts";
@@ -74,12 +76,13 @@ export class Stallguard {
   readonly forest: SessionForest;
   readonly identity: IdentityCache;
   readonly reporter: Reporter;
+  /** Title, folder and start of each session, for the heartbeat. */
+  readonly infos: SessionInfos;
   private readonly dedupe: CallDedupe;
   private readonly writes: WriteProbe;
   private readonly probes: ProbeHooks;
   private readonly queue: ObservationQueue;
   private readonly ui: OpencodeUi;
-  /** Whether reports reach the router; says so once per failing stretch. */
   private readonly delivery: DeliveryWatch;
   private readonly now: () => number;
   private readonly version: string;
@@ -116,12 +119,12 @@ export class Stallguard {
         : {}),
     });
     this.delivery = new DeliveryWatch({
-      ...(deps.noticeGraceMs !== undefined ? { graceMs: deps.noticeGraceMs } : {}),
+      graceMs: deps.noticeGraceMs,
       now: this.now,
       ui: this.ui,
       toast: (t) => this.showToast(t),
       queued: () => this.reporter.pending,
-      urlFrom: () => describeUrlSource(s.routerUrl().source, s.linkPath),
+      settings: s,
     });
     this.reporter = new Reporter({
       url: () => s.routerUrl().url,
@@ -133,6 +136,7 @@ export class Stallguard {
       ...(deps.retryMs ? { retryMs: deps.retryMs } : {}),
       log: (level, code, message) => this.log(level, code, message),
     });
+    this.infos = new SessionInfos(s.maxSessions * 4, deps.home);
     this.dedupe = new CallDedupe(Math.max(1024, s.maxSessions * 8));
     this.writes = new WriteProbe(this.directory, 1024, deps.hashFile ?? hashFile);
     this.probes = new ProbeHooks(deps.probe ?? null, (err) => this.log("error", "probe_failed", String(err)));
@@ -198,15 +202,9 @@ export class Stallguard {
     if (kind === "turn") this.identity.setAgent(sessionId, text(i.agent));
     const agent = kind === "turn" ? this.identity.agentOf(sessionId) : String(i.agent ?? "unknown");
     const parentId = await this.identity.resolveParent(sessionId);
-    Object.assign(
-      headers,
-      identityHeaders({ sessionId, agent, parentId, version: this.version }),
-      reportHeaders({
-        instanceId: this.instanceId,
-        url: this.reporter.target,
-        state: this.delivery.notice.state,
-      }),
-    );
+    const state = this.delivery.notice.state;
+    const link = reportHeaders({ instanceId: this.instanceId, url: this.reporter.target, state });
+    Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }), link);
     if (kind === "title") return;
     const time = this.now();
     if (kind === "compaction") {
@@ -300,13 +298,16 @@ export class Stallguard {
       case "session.updated": {
         const info = sessionInfoOf(props);
         if (!info) return;
+        this.infos.note(props);
         this.identity.setParent(info.id, info.parentId);
         if (info.agent) this.identity.setAgent(info.id, info.agent);
         return;
       }
       case "session.deleted": {
         const info = sessionInfoOf(props);
-        if (info) this.identity.forget(info.id);
+        if (!info) return;
+        this.identity.forget(info.id);
+        this.infos.forget(info.id);
         return;
       }
       default:
@@ -317,13 +318,16 @@ export class Stallguard {
   /** Sends the heartbeat and evicts sessions idle for longer than plugin.idle_evict. */
   heartbeat(): void {
     const now = this.now();
-    for (const id of this.forest.evictIdle(now - this.deps.settings.idleEvictMs)) this.identity.forget(id);
+    for (const id of this.forest.evictIdle(now - this.deps.settings.idleEvictMs)) {
+      this.identity.forget(id);
+      this.infos.forget(id);
+    }
     this.reporter.enqueue({
       type: "heartbeat",
       instance_id: this.instanceId,
       plugin_version: this.version.slice(0, 64) || "dev",
       at: Math.floor(now),
-      sessions: heartbeatSessions(this.forest),
+      sessions: heartbeatSessions(this.forest, (id) => this.infos.get(id)),
     });
   }
 

@@ -37,9 +37,8 @@ export const sessionViewSchema = z.object({
   worst: verdict,
   flags: z.number(),
   stage: sessionStageSchema,
-  /** A plugin reported the session (a transition or heartbeat) within three heartbeats. */
   plugin_live: z.boolean(),
-  /** The gate saw the plugin's headers on the session's requests within three heartbeats (loaded; reporting or not). */
+  /** The gate saw the plugin's headers on its requests within three heartbeats (plugin_live: a report arrived). */
   plugin_headers: z.optional(z.boolean()),
   plugin_version: z.nullable(z.string()),
   turns_since_landed: z.number(),
@@ -63,6 +62,18 @@ export const sessionViewSchema = z.object({
   cannot_act: z.nullable(z.string()),
   /** An admin's "false alarm" or "confirmed loop", or null. */
   mark: z.optional(z.nullable(markViewSchema)),
+  /** The reporter's current tool calls and landed changes (null: no plugin sent them). */
+  calls: z.optional(z.nullable(z.number())),
+  landed: z.optional(z.nullable(z.number())),
+  /** What opencode shows the user: the title, the folder (home as ~), when it was created. */
+  title: z.optional(z.nullable(z.string())),
+  directory: z.optional(z.nullable(z.string())),
+  created_at: z.optional(z.nullable(z.number())),
+  /**
+   * Nothing heard of the session (no heartbeat, request or report) for three
+   * heartbeat periods: its opencode is gone, or its plugin stopped tracking it.
+   */
+  ended: z.optional(z.boolean()),
 });
 export type SessionView = z.infer<typeof sessionViewSchema>;
 export type SessionSource = SessionView["source"];
@@ -114,6 +125,8 @@ export const watchdogTickViewSchema = z.object({
   sessions: z.number(),
   flagged: z.number(),
   blind: z.boolean(),
+  /** What the tick made of opencode's database; null from watchdogs older than that source. */
+  db: z.nullable(z.string()),
 });
 export type WatchdogTickView = z.infer<typeof watchdogTickViewSchema>;
 
@@ -131,17 +144,20 @@ export const healthSchema = z.object({
       flagged: z.number(),
       /** opencode servers that answered the tick: blind with 0 is nothing running, not blindness. */
       servers: z.optional(z.number()),
+      /** Sessions the tick judged. */
+      sessions: z.optional(z.number()),
+      /** What the tick made of opencode's database (read, missing, off, unreadable, unexpected_shape). */
+      db: z.optional(z.nullable(z.string())),
     }),
   ),
   /** Plugin instances with a heartbeat within three heartbeat intervals. */
   plugins_live: z.optional(z.number()),
-  /** Plugin processes whose headers reach the gate but whose reports do not (router-ext/db/tables/plugin-links.ts). */
+  /** Plugin processes whose headers reach the gate but whose reports do not, with the URL each reports to (null: an older plugin). */
   plugins_headers_only: z.optional(
     z.array(
       z.object({
         instance_id: z.string(),
         version: z.string(),
-        /** The URL it posts its reports to (null: an older plugin that does not say). */
         report_url: z.nullable(z.string()),
         report_state: z.nullable(z.string()),
         last_headers_at: z.number(),
@@ -318,7 +334,20 @@ export type BreakerTripView = z.infer<typeof breakerTripSchema>;
 
 // The answers, whole. The server types each answer `satisfies` its schema; the page
 // parses the rows one by one (parseRows), so one bad row does not blank a table.
-export const sessionsResponseSchema = z.object({ sessions: z.array(sessionViewSchema) });
+/**
+ * GET /api/sessions: every flagged, refused or marked session first (on every
+ * page), then a page of the others, most recently seen first. truncated: some
+ * sessions are not in this answer (next_offset asks for the next page of others).
+ */
+export const sessionsResponseSchema = z.object({
+  sessions: z.array(sessionViewSchema),
+  total: z.number(),
+  attention: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  truncated: z.boolean(),
+  next_offset: z.nullable(z.number()),
+});
 export type SessionsResponse = z.infer<typeof sessionsResponseSchema>;
 export const eventsResponseSchema = z.object({
   events: z.array(eventViewSchema),

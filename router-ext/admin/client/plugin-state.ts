@@ -1,29 +1,17 @@
-// How the readout names a session's plugin: reporting (its transitions or
-// heartbeats arrive), headers only (the gate saw the plugin's headers on
-// model requests, but no report arrives: a plugin that reports elsewhere or
-// cannot reach the router), or none. And the header line that names the
-// plugin processes sending headers only, with the URL each reports to.
+// What the readout says about a plugin's state (liveness.ts pluginState) on
+// hover, and the header line that names the plugin processes sending headers
+// only (the gate sees them, their reports do not arrive), with the URL each
+// reports to.
 import { h } from "./dom.ts";
-import type { Health, SessionRow } from "./schemas.ts";
-
-export type PluginState = "reporting" | "headers_only" | "none";
-
-export function pluginState(r: Pick<SessionRow, "plugin_live" | "plugin_headers">): PluginState {
-  if (r.plugin_live) return "reporting";
-  return r.plugin_headers ? "headers_only" : "none";
-}
-
-export const PLUGIN_LABEL: Record<PluginState, string> = {
-  reporting: "live",
-  headers_only: "headers only",
-  none: "no",
-};
+import type { PluginState } from "./liveness.ts";
+import type { Health } from "./schemas.ts";
 
 export const PLUGIN_TITLE: Record<PluginState, string> = {
-  reporting: "the plugin's reports arrive",
-  headers_only:
+  live: "the plugin's reports arrive",
+  "headers only":
     "the gate saw the plugin's headers, but its reports do not arrive: run stallguard doctor, it names the URL the plugin reports to",
-  none: "no plugin report and no plugin headers lately",
+  ended: "nothing heard of this session for three heartbeat periods: its opencode ended",
+  no: "no plugin report and no plugin headers lately",
 };
 
 type HeadersOnly = NonNullable<Health["plugins_headers_only"]>[number];
