@@ -1,4 +1,15 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
@@ -9,6 +20,7 @@ import {
   readRouterLink,
   resolveRouterUrl,
   routerLinkPath,
+  writeRouterLink,
 } from "./router-link.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "sg-link-"));
@@ -105,5 +117,44 @@ describe("announceRouter (serve's side)", () => {
     writeFileSync(bad, JSON.stringify({ ...link, version: "x".repeat(5000) }));
     expect(readRouterLink(bad)).toBeNull();
     expect(readRouterLink(join(dir, "missing.json"))).toBeNull();
+  });
+
+  test("links are not followed: read, a linked router.json is none; written, the link is replaced and its target kept", () => {
+    const folder = join(dir, "links");
+    mkdirSync(folder, { mode: 0o700 });
+    const target = join(dir, "target.json");
+    writeFileSync(target, JSON.stringify(link), { mode: 0o644 });
+    const path = join(folder, "router.json");
+    symlinkSync(target, path);
+    expect(readRouterLink(target)).toEqual(link);
+    expect(readRouterLink(path)).toBeNull();
+    writeRouterLink(path, { ...link, url: "http://127.0.0.1:4999" });
+    expect(lstatSync(path).isSymbolicLink()).toBe(false);
+    expect(readRouterLink(path)?.url).toBe("http://127.0.0.1:4999");
+    expect(readFileSync(target, "utf8")).toBe(JSON.stringify(link));
+    expect(statSync(target).mode & 0o777).toBe(0o644);
+    // An old router.json others could read is replaced by a 0600 one; no temporary file stays.
+    chmodSync(path, 0o644);
+    writeRouterLink(path, link);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(folder)).toEqual(["router.json"]);
+    // A folder where the file should be reads as none.
+    expect(readRouterLink(folder)).toBeNull();
+  });
+
+  test("an empty token variable counts as unset (serve's rule): router.json names the file", () => {
+    const env = { HOME: dir, XDG_CONFIG_HOME: join(dir, "cfg-empty"), STALLGUARD_TOKEN: "" };
+    announceRouter({
+      env,
+      host: "127.0.0.1",
+      port: 4998,
+      tokenEnv: "STALLGUARD_TOKEN",
+      version: "v",
+      startedAt: 0,
+      log: () => {},
+    });
+    expect(readRouterLink(routerLinkPath(env))?.token).toEqual({
+      file: join(dir, "cfg-empty", "stallguard", "plugin.token"),
+    });
   });
 });

@@ -1,15 +1,28 @@
 // The router link: what a plugin needs to find the router without any
 // configuration, written by `serve` on every start into router.json next to
-// plugin.token (0600, written to a temp file and renamed over, so a reader
-// never sees half of it): the URL a plugin reaches it on and where the plugin
-// token is (the variable serve read it from, or the file). No secret is in
-// it. The plugin, doctor and the watchdog read it (again before each use) and
-// pick the router URL by one rule: STALLGUARD_URL, then plugin.router_url as
-// configured, then this file, then the default.
-import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
-import { join } from "node:path";
+// plugin.token (0600, written whole under a fresh name and renamed over, so a
+// reader never sees half of it): the URL a plugin reaches it on and where the
+// plugin token is (the variable serve read it from, or the file). No secret
+// is in it. The plugin, doctor and the watchdog read it (again before each
+// use) and pick the router URL by one rule: STALLGUARD_URL, then
+// plugin.router_url as configured, then this file, then the default. Like the
+// token files (secret-files.ts), a symbolic link is never followed: read, it
+// counts as no file; written, it is replaced, its target left alone.
+import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { z } from "zod";
-import { privateDir, secretFilePaths, secretValue } from "./secret-files.ts";
+import { privateDir, secretFilePaths } from "./secret-files.ts";
 
 export const LINK_FILE = "router.json";
 export const DEFAULT_ROUTER_URL = "http://127.0.0.1:4870";
@@ -42,15 +55,21 @@ export function reachableUrl(host: string, port: number): string {
   return `http://${h.includes(":") ? `[${h}]` : h}:${port}`;
 }
 
-/** Writes the link file atomically (0600 in the 0700 folder). Throws with the path on failure. */
+/**
+ * Writes the link file atomically (0600 in the 0700 folder): a new file under
+ * a fresh name (never an existing file or a link), then renamed over the old
+ * one. Throws with the path on failure.
+ */
 export function writeRouterLink(path: string, link: RouterLink): void {
-  const dir = join(path, "..");
-  const tmp = `${path}.tmp-${process.pid}`;
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}`);
   try {
     privateDir(dir);
-    const fd = openSync(tmp, "w", 0o600);
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+    const fd = openSync(tmp, flags, 0o600);
     try {
       writeSync(fd, `${JSON.stringify(link, null, 2)}\n`);
+      fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
@@ -65,15 +84,28 @@ export function writeRouterLink(path: string, link: RouterLink): void {
   }
 }
 
-/** The link file's content, or null when it is missing, too big or not valid. Never throws. */
+/**
+ * The link file's content, or null when it is missing, a symbolic link, not a
+ * regular file, too big or not valid. Never throws.
+ */
 export function readRouterLink(path: string): RouterLink | null {
+  let fd: number;
   try {
-    const text = readFileSync(path, "utf8");
-    if (text.length > MAX_LINK_BYTES) return null;
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_LINK_BYTES) return null;
+    const buf = Buffer.alloc(MAX_LINK_BYTES + 1);
+    const text = buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString("utf8");
     const parsed = routerLinkSchema.safeParse(JSON.parse(text));
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -140,7 +172,9 @@ export function announceRouter(o: {
 }): void {
   const path = routerLinkPath(o.env);
   const url = reachableUrl(o.host, o.port);
-  const fromEnv = secretValue(o.env[o.tokenEnv]) !== null;
+  // serve's own rule (resolveSecret): a variable set and not empty is the token; serve has refused an invalid one.
+  const raw = o.env[o.tokenEnv];
+  const fromEnv = raw !== undefined && raw !== "";
   const token = fromEnv ? { env: o.tokenEnv } : { file: secretFilePaths(o.env).plugin };
   try {
     writeRouterLink(path, { url, token, version: o.version, pid: process.pid, started_at: o.startedAt });
