@@ -275,7 +275,7 @@ describe.skipIf(missing !== null)("stallguard doctor on a real install", () => {
     try {
       const d = await doctor();
       expect(d.code).toBe(1);
-      expect(d.failed).toEqual(["provider"]);
+      expect(d.failed, d.out).toEqual(["provider"]);
       expect(d.line("provider")).toMatch(
         /FAIL +provider +provider stallguard's apiKey \(a literal key\) is not one of the gate's client keys: the router answered 401$/,
       );
