@@ -6,8 +6,8 @@
 //   npx tsx bench/core-judge-cost.ts [--sessions 20] [--calls 500] [--repeats 5]
 
 import { join } from "node:path";
-import { canonicalJson } from "../shared/canonical-json.ts";
 import {
+  canonicalJson,
   fromToolPart,
   type Observation,
   observationsFromMessages,

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { loadSettings } from "../plugin/settings.ts";
 import { Stallguard } from "../plugin/state.ts";
 import { type GitRunner, WorktreeProbe } from "../plugin/worktree-probe.ts";
-import { bashMayWrite } from "../shared/bash-may-write.ts";
+import { bashMayWrite } from "../shared/index.ts";
 import { arg, fmt, medianOf, nowNs, percentile } from "./core-stats.ts";
 
 const FILES = arg("files", 10_000);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { directiveResultSchema } from "../shared/wire.ts";
+import { directiveResultSchema } from "../shared/index.ts";
 import {
   CompactionSignals,
   clientOps,

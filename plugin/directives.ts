@@ -11,9 +11,7 @@
 // continue turn, so the router can lift the refusal first) or the
 // session.compacted event, whichever comes first.
 
-import { BoundedMap } from "../shared/bounded-map.ts";
-import type { Directive, DirectiveResult } from "../shared/index.ts";
-import { obj, text } from "../shared/read.ts";
+import { BoundedMap, type Directive, type DirectiveResult, obj, text } from "../shared/index.ts";
 
 export interface ModelRef {
   providerID: string;

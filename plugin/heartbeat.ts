@@ -2,8 +2,7 @@
 // first, capped at the wire's 2,000 (the reporter cuts it into pieces under
 // the router's body limit). Counts, ids, the coarse top target, and the
 // title and folder opencode shows the user; nothing else of a session.
-import type { SessionForest } from "../shared/index.ts";
-import { type Heartbeat, toHeartbeatFigures } from "../shared/wire.ts";
+import { type Heartbeat, type SessionForest, toHeartbeatFigures } from "../shared/index.ts";
 import type { SessionInfo } from "./session-info.ts";
 
 export function heartbeatSessions(

@@ -3,8 +3,7 @@
 // a failure is logged with a code instead. The modes' directives (from the
 // router's /progress answers) run here, off the tool path.
 import type { Hooks } from "@opencode-ai/plugin";
-import { BoundedMap } from "../shared/bounded-map.ts";
-import { obj, text } from "../shared/read.ts";
+import { BoundedMap, obj, text } from "../shared/index.ts";
 import {
   clientOps,
   DirectiveRunner,

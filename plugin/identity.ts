@@ -4,9 +4,7 @@
 // is looked up once through the opencode client, and a slow lookup never
 // holds a request up for more than a short budget.
 
-import { BoundedMap } from "../shared/bounded-map.ts";
-import { slugAgent } from "../shared/index.ts";
-import { obj, text } from "../shared/read.ts";
+import { BoundedMap, obj, slugAgent, text } from "../shared/index.ts";
 
 export interface IdentityHeadersInput {
   sessionId: string;

@@ -2,7 +2,7 @@
 // TUI and a line in opencode's log, each a call that may be missing or fail
 // and is never awaited. Logs are rate-limited per code (a failing router would
 // otherwise log on every call).
-import { BoundedMap } from "../shared/bounded-map.ts";
+import { BoundedMap } from "../shared/index.ts";
 import type { Toast } from "./toast.ts";
 
 /** The parts of opencode's client the plugin uses; every call is optional and may fail. */

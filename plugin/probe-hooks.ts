@@ -2,7 +2,7 @@
 // bash call that may write, the edit tools that change files themselves) and
 // the answer a bash call's observation waits for. Without a probe every
 // method is a no-op and bash writes are judged from the command alone.
-import { obj, text } from "../shared/read.ts";
+import { obj, text } from "../shared/index.ts";
 import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 
 /** What the plugin asks of the work-tree probe (worktree-probe.ts). */

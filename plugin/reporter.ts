@@ -5,8 +5,14 @@
 // /health, lowered by a 413, which is split and retried, never dropped), and a
 // big heartbeat goes out in pieces. The queue is bounded: the oldest messages
 // go first, and only the newest heartbeat is ever kept.
-import { type ProgressMessage, type ProgressResponse, progressResponseSchema } from "../shared/index.ts";
-import { classifyStatus, type FetchLike, postProgress } from "../shared/progress-client.ts";
+
+import { type FetchLike, postProgress } from "../io/progress-client.ts";
+import {
+  classifyStatus,
+  type ProgressMessage,
+  type ProgressResponse,
+  progressResponseSchema,
+} from "../shared/index.ts";
 import { bodyBytes, fitHeartbeats, limitFrom, MAX_BATCH, takeBatch } from "./batch.ts";
 
 export type { FetchLike };
@@ -47,7 +53,7 @@ export interface ReporterStats {
 export type SendOutcome = "sent" | "retry" | "rejected" | "too_large";
 
 /**
- * What the queue does with an answer (classes from shared/progress-client.ts):
+ * What the queue does with an answer (classes from shared/progress-status.ts):
  * retry what a later attempt can fix, a missing or wrong token included (the
  * token is read again for every send: serve writes plugin.token on its first
  * start, maybe after opencode did); a rejected body leaves the queue (logged),

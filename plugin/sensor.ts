@@ -5,17 +5,18 @@
 // counted is skipped; a part is never counted twice however often it is
 // re-published. Nothing of the arguments or output is kept here.
 
-import { BoundedMap } from "../shared/bounded-map.ts";
 import {
+  BoundedMap,
   type CallContext,
   callContext,
   fromToolPart,
   isCompleteHook,
+  obj,
   parseToolHook,
   type ToolCall,
+  text,
   toolHookCall,
 } from "../shared/index.ts";
-import { obj, text } from "../shared/read.ts";
 
 const key = (sessionId: string, callId: string) => `${sessionId}\u0000${callId}`;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { heartbeatSchema } from "../shared/wire.ts";
+import { heartbeatSchema } from "../shared/index.ts";
 import { SessionInfos, sessionInfoFrom, shortFolder } from "./session-info.ts";
 
 const event = (info: Record<string, unknown>) => ({ sessionID: info.id, info });

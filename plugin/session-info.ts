@@ -3,10 +3,16 @@
 // session.created / session.updated events' info. No other text of a session
 // is read. Cleaned and capped (shared/display-text.ts) before it is kept.
 import { homedir } from "node:os";
-import { BoundedMap } from "../shared/bounded-map.ts";
-import { displayText } from "../shared/display-text.ts";
-import { num, obj, text } from "../shared/read.ts";
-import { DIRECTORY_MAX, type HeartbeatSession, TITLE_MAX } from "../shared/wire.ts";
+import {
+  BoundedMap,
+  DIRECTORY_MAX,
+  displayText,
+  type HeartbeatSession,
+  num,
+  obj,
+  TITLE_MAX,
+  text,
+} from "../shared/index.ts";
 
 export type SessionInfo = Pick<HeartbeatSession, "title" | "directory" | "created_at">;
 

@@ -1,5 +1,5 @@
 // The plugin's knobs: the layers every entry point reads
-// (shared/config-files.ts: config/config.yaml when the plugin runs from the
+// (shared/config-layers.ts, read by io/config-files.ts: config/config.yaml when the plugin runs from the
 // package, then the YAML file named by STALLGUARD_CONFIG instead of
 // config/config.local.yaml), then the plugin options from opencode.json as the
 // last layer, with the environment on top. Where the router is comes from the
@@ -8,6 +8,7 @@
 // router's database, which the plugin does not read. A bad layer never stops
 // opencode: it is reported and the defaults are used instead.
 
+import { loadConfigLayers, packageRoot, type ReadText, readTextFile } from "../io/config-files.ts";
 import {
   httpBase,
   type RouterLink,
@@ -18,21 +19,15 @@ import {
 } from "../router-ext/server/router-link.ts";
 import { readSecretFile, secretFilePaths } from "../router-ext/server/secret-files.ts";
 import {
+  type Config,
   ConfigError,
   type ConfigLayer,
-  loadConfigLayers,
-  packageRoot,
-  type ReadText,
-  readTextFile,
-} from "../shared/config-files.ts";
-import {
-  type Config,
   configSchema,
   formatConfigIssues,
+  isRec,
   type Policy,
   policyFromConfig,
 } from "../shared/index.ts";
-import { isRec } from "../shared/read.ts";
 
 export interface Settings {
   config: Config;

@@ -10,13 +10,14 @@ import {
   incidentReport,
   isCompleteHook,
   type Observation,
+  obj,
   parseToolHook,
   SessionForest,
+  text,
   toolHookCall,
   toTransition,
   type VerdictChange,
 } from "../shared/index.ts";
-import { obj, text } from "../shared/read.ts";
 import { DeliveryWatch } from "./delivery-notice.ts";
 import { heartbeatSessions } from "./heartbeat.ts";
 import { IdentityCache, identityHeaders, reportHeaders, sessionInfoOf } from "./identity.ts";

@@ -9,9 +9,7 @@ import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { lstat, readFile } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "node:path";
-import { referencedFiles, segments } from "../shared/bash-command.ts";
-import type { BashLanding } from "../shared/bash-landing.ts";
-import { isRunOutput } from "../shared/run-output.ts";
+import { type BashLanding, isRunOutput, referencedFiles, segments } from "../shared/index.ts";
 
 /** Runs git with args in cwd, streaming stdout to onData; code null when killed or not started. */
 export type GitRunner = (

@@ -7,12 +7,16 @@
 // look productive.
 
 import { join } from "node:path";
-import type { BashLanding } from "../shared/bash-landing.ts";
-import { BoundedMap } from "../shared/bounded-map.ts";
-import { sha256 } from "../shared/hash.ts";
-import { isRunOutput } from "../shared/run-output.ts";
-import { creditChanges, inWindow, type TreeChange } from "../shared/tree-credit.ts";
-import type { WorktreeAnswer } from "../shared/types.ts";
+import {
+  type BashLanding,
+  BoundedMap,
+  creditChanges,
+  inWindow,
+  isRunOutput,
+  sha256,
+  type TreeChange,
+  type WorktreeAnswer,
+} from "../shared/index.ts";
 import { type FileLook, lookTime, type TreeSnapshot } from "./tree-fingerprint.ts";
 
 /** The project state before and after a call, and hashes of the paths it changed ("HEAD": a commit). */

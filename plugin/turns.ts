@@ -5,13 +5,15 @@
 // post-compaction continue turn shows up only as a synthetic text part.
 import {
   isInjectedTurn,
+  num,
+  obj,
   promptTokensOf,
   slugAgent,
   type TextPartLike,
+  text,
   type UsageObservation,
   userTextHash,
 } from "../shared/index.ts";
-import { num, obj, text } from "../shared/read.ts";
 
 /** What an LLM request is, from chat.headers' agent: the title call is not an agent step. */
 export function requestKind(agent: unknown): "turn" | "compaction" | "title" {

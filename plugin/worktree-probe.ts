@@ -11,9 +11,7 @@
 // Every probe is bounded: a timeout or an error gives no answer, and the core
 // then falls back to the command's text, as replay does.
 import { join } from "node:path";
-import { type BashLanding, bashLanding } from "../shared/bash-landing.ts";
-import { bashMayWrite } from "../shared/bash-may-write.ts";
-import { sha256 } from "../shared/hash.ts";
+import { type BashLanding, bashLanding, bashMayWrite, sha256 } from "../shared/index.ts";
 import { realTimer, type Timer } from "./observation-queue.ts";
 import {
   commandCwd,

@@ -4,9 +4,7 @@
 // hashed locally and dropped; it never leaves the plugin.
 import { readFile, stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
-import { BoundedMap } from "../shared/bounded-map.ts";
-import { sha256 } from "../shared/index.ts";
-import { obj } from "../shared/read.ts";
+import { BoundedMap, obj, sha256 } from "../shared/index.ts";
 
 const WRITE_TOOLS = new Set(["write", "create"]);
 /** Files larger than this are not hashed: the write is then judged without a prior. */

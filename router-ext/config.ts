@@ -1,17 +1,12 @@
-// The config as the router's commands see it: shared/config-files.ts
+// The config as the router's commands see it: io/config-files.ts
 // loadConfigLayers with the admin overrides stored in the router's database
 // (server.db, else the default path), so a knob changed in the admin page
 // reaches the watchdog's timer ticks and calibration too. A database that does
 // not exist yet is simply no overrides; one that cannot be read is logged.
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
-import type { Config } from "../shared/config.ts";
-import {
-  type ConfigLayer,
-  type LoadedConfig,
-  loadConfigLayers,
-  type Override,
-} from "../shared/config-files.ts";
+import { type LoadedConfig, loadConfigLayers } from "../io/config-files.ts";
+import type { Config, ConfigLayer, Override } from "../shared/index.ts";
 import { checkDbTarget } from "./db/db-target.ts";
 import { defaultDbPath } from "./db/open.ts";
 

@@ -1,6 +1,6 @@
 // Config text and values to a Config: YAML layers parsed and merged, every
 // layer checked against the one schema (config.ts), issues named by source
-// and key path. Pure: the shells read the files (config-files.ts).
+// and key path. Pure: the shells read the files (io/config-files.ts).
 import { parse as parseYaml } from "yaml";
 import { type Config, configSchema } from "./config.ts";
 import { issuePath as formatPath } from "./issue-path.ts";

@@ -15,6 +15,7 @@ export default defineConfig({
           root,
           include: [
             "shared/**/*.test.ts",
+            "io/**/*.test.ts",
             "plugin/**/*.test.ts",
             "router-ext/**/*.test.ts",
             "test/unit/**/*.test.ts",

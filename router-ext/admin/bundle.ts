@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { packageRoot as findPackageRoot } from "../../shared/config-files.ts";
+import { packageRoot as findPackageRoot } from "../../io/config-files.ts";
 
 /** The stallguard package root at or above `from` (the shared finder); throws outside the package. */
 export function packageRoot(from: string): string {

@@ -1,11 +1,11 @@
 // Thresholds for calibration come from the same layers as everywhere else
-// (shared/config-files.ts): config/config.yaml, then --config FILE instead of
+// (shared/config-layers.ts): config/config.yaml, then --config FILE instead of
 // config/config.local.yaml, then the admin overrides stored in the router's
 // database, so calibration starts from the thresholds the router runs with.
 import type { Config } from "../../shared/index.ts";
 import { loadRouterConfig } from "../config.ts";
 
-export { packageRoot } from "../../shared/config-files.ts";
+export { packageRoot } from "../../io/config-files.ts";
 
 export interface LoadedConfig {
   config: Config;

@@ -16,9 +16,15 @@
 //   have such a false flag in its scan range: the labels must bound it);
 // - with fewer than MIN_LABELS labels of a kind it warns: the margins come
 //   from that few runs.
-import type { Label, Policy, SweepRow, Thresholds } from "../../shared/index.ts";
-import type { Prepared } from "../../shared/replay.ts";
-import { distance, evaluatePrepared } from "../../shared/sweep.ts";
+import {
+  distance,
+  evaluatePrepared,
+  type Label,
+  type Policy,
+  type Prepared,
+  type SweepRow,
+  type Thresholds,
+} from "../../shared/index.ts";
 import { type Knob, knobMargin, Prober, SCANS } from "./margins.ts";
 
 /** Labels of each kind below which a proposal carries a warning. */

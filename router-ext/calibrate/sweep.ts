@@ -11,8 +11,15 @@ import {
 } from "../../shared/index.ts";
 import { chooseProposal, type Proposal } from "./proposal.ts";
 
-export { type Prepared, prepare } from "../../shared/replay.ts";
-export { distance, evaluatePrepared, grid as gridOf, outcomes, rank } from "../../shared/sweep.ts";
+export {
+  distance,
+  evaluatePrepared,
+  grid as gridOf,
+  outcomes,
+  type Prepared,
+  prepare,
+  rank,
+} from "../../shared/index.ts";
 
 export interface SweepResult {
   /** The current thresholds' row. */

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineCommand } from "citty";
-import { packageRoot } from "../../shared/config-files.ts";
+import { packageRoot } from "../../io/config-files.ts";
 import { userUnitDir } from "../watchdog/loop.ts";
 import { type CliIo, say, warn } from "./io.ts";
 

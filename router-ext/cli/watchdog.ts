@@ -25,7 +25,7 @@ export async function loadWatchdogConfig(
   opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; dbPath?: string | null } = {},
 ): Promise<{ ok: true; config: Config; fileServers: string[] } | { ok: false; error: string }> {
   const { loadRouterConfig } = await import("../config.ts");
-  const { ConfigError } = await import("../../shared/config-files.ts");
+  const { ConfigError } = await import("../../shared/index.ts");
   const log = opts.log;
   try {
     const loaded = loadRouterConfig({

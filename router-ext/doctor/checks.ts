@@ -2,8 +2,7 @@
 // the order a user sets it up, each with what it found and, on failure, the
 // fix. `needed` says whether the chosen mode depends on the link; a failure
 // of a needed link makes the exit status non-zero.
-import type { Mode } from "../../shared/config.ts";
-import { formatDuration } from "../../shared/duration.ts";
+import { formatDuration, type Mode } from "../../shared/index.ts";
 import { blindDetail, tickBlind, tickReadout } from "../watchdog/readout.ts";
 import type { DoctorFacts } from "./facts.ts";
 import { keyForm, layeredProviders, resolveFileRef, sameEndpoint } from "./opencode-config.ts";

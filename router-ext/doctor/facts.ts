@@ -1,7 +1,7 @@
 // What `stallguard doctor` gathers (gather.ts) and judges (checks.ts): plain
 // values only, so every check is a pure function of them. Secrets are never
 // here: only whether a variable is set, whether a file reads, and its mode.
-import type { Mode } from "../../shared/config.ts";
+import type { Mode } from "../../shared/index.ts";
 import type { Health } from "../api/schemas.ts";
 import type { ConfigFileFact } from "./opencode-config.ts";
 

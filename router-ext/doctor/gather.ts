@@ -8,8 +8,8 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from "node:
 import { homedir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Config, Mode } from "../../shared/config.ts";
-import { packageRoot } from "../../shared/config-files.ts";
+import { packageRoot } from "../../io/config-files.ts";
+import type { Config, Mode } from "../../shared/index.ts";
 import { healthSchema } from "../api/schemas.ts";
 import { bundleVersion, globalConfigDir } from "../cli/install-plugin.ts";
 import { UNIT_FILES } from "../cli/install-units.ts";

@@ -1,7 +1,7 @@
 // Who is asking: the identity headers of a model request (ours first, then
 // opencode's own), each checked, so a malformed value counts as absent.
 import { z } from "zod";
-import { agentSchema, idSchema } from "../../shared/wire.ts";
+import { agentSchema, idSchema } from "../../shared/index.ts";
 import type { GateIdentity, PluginLinkHeaders } from "./store.ts";
 
 /** An identity header: printable ASCII without spaces, bounded. Anything else counts as absent. */

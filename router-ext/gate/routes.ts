@@ -3,7 +3,7 @@
 // refused session or tree is answered locally and never forwarded; everything
 // else goes up (its body streamed, not held) with its usage read on the way down.
 import { type Context, Hono } from "hono";
-import { idSchema } from "../../shared/wire.ts";
+import { idSchema } from "../../shared/index.ts";
 import { contextCapBody, errorBody, json, refusalBody } from "./answers.ts";
 import { type ClientKey, clientKeyOf, unauthorizedBody } from "./client-keys.ts";
 import { forwardRequestHeaders, forwardResponseHeaders, upstreamUrl } from "./headers.ts";

@@ -6,7 +6,7 @@
 // Acting modes act on looping verdicts; stalling only warns (every mode warns).
 // Recoveries are counted per tree and per detection, never per request, so a
 // client retrying a refused request cannot multiply them.
-import type { Mode } from "../../shared/config.ts";
+import type { Mode } from "../../shared/index.ts";
 
 /**
  * A tree's recovery stage under auto_recover: 0 none yet, 1 recovering, 2

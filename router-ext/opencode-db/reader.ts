@@ -7,8 +7,7 @@
 // dropped as each part is read, so no content outlives the read.
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
-import { type StoredMessage, slimToolPart } from "../../shared/index.ts";
-import { isRec, type Rec } from "../../shared/read.ts";
+import { isRec, type Rec, type StoredMessage, slimToolPart } from "../../shared/index.ts";
 
 export type OpencodeDbProblem = "missing" | "unreadable" | "unexpected_shape";
 

@@ -213,22 +213,6 @@ export function getPath(obj: unknown, path: string): unknown {
   return cur;
 }
 
-/** Builds a nested object from dotted-path values: {"a.b": 1} -> {a: {b: 1}}. */
-export function nestPaths(entries: ReadonlyArray<{ path: string; value: unknown }>): Record<string, unknown> {
-  const root: Record<string, unknown> = {};
-  for (const { path, value } of entries) {
-    const keys = path.split(".");
-    let cur = root;
-    for (const key of keys.slice(0, -1)) {
-      const next = cur[key];
-      if (typeof next !== "object" || next === null || Array.isArray(next)) cur[key] = {};
-      cur = cur[key] as Record<string, unknown>;
-    }
-    cur[keys[keys.length - 1] as string] = value;
-  }
-  return root;
-}
-
 /** A knob's value in the form PUT accepts back: durations as "5m", everything else as is. */
 export function displayValue(spec: KnobSpec, value: unknown): unknown {
   if (spec.kind === "duration" && typeof value === "number") return formatDuration(value);

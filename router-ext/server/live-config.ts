@@ -1,18 +1,18 @@
-// The running configuration: the layers of shared/config-files.ts (config.yaml,
+// The running configuration: the layers of shared/config-layers.ts (config.yaml,
 // config.local.yaml or the --config file, the admin overrides stored in the
 // database, then the command-line flags), with the admin overrides changed
 // live. Every change is validated by exactly the schema the files are.
 import { dirname, join } from "node:path";
+import { packageRoot, readConfigFiles } from "../../io/config-files.ts";
 import {
   buildConfig,
+  type Config,
   ConfigError,
+  type ConfigIssue,
   type ConfigLayer,
   composeConfig,
   type Override,
-  packageRoot,
-  readConfigFiles,
-} from "../../shared/config-files.ts";
-import type { Config, ConfigIssue } from "../../shared/index.ts";
+} from "../../shared/index.ts";
 
 export type { Override };
 export { ConfigError };

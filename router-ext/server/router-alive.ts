@@ -5,7 +5,7 @@
 // A crash, kill or power loss leaves the last alive mark as the start of the
 // outage (at most one interval early). Writes go through the store's write
 // queue, so a write lock held elsewhere delays a mark, never the server.
-import { formatSpan } from "../../shared/duration.ts";
+import { formatSpan } from "../../shared/index.ts";
 import type { Store } from "../db/store.ts";
 
 export interface AliveMarks {

@@ -8,7 +8,7 @@
 //   GET    /api/labels              the marks as a calibrate labels document
 import { Hono } from "hono";
 import { z } from "zod";
-import { idSchema } from "../../shared/wire.ts";
+import { idSchema } from "../../shared/index.ts";
 import type { SessionsResponse } from "../api/schemas.ts";
 import { type MarkResponse, markKinds, type SessionDetail } from "../api/session-detail.ts";
 import { sessionPage } from "../db/session-list.ts";

@@ -5,7 +5,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { loadConfigLayers } from "../../shared/config-files.ts";
+import { loadConfigLayers } from "../../io/config-files.ts";
 import type { Config } from "../../shared/index.ts";
 import { adminRoutes } from "../admin/routes.ts";
 import { breakerRoutes } from "../breaker/routes.ts";

@@ -4,7 +4,7 @@
 // or was refused), marks for landed changes, recoveries and an admin's mark,
 // a dashed line at the first flag, then one small line chart per series.
 // Pure: a model in, SVG as data out (./svg.ts).
-import type { Verdict } from "../../shared/types.ts";
+import type { Verdict } from "../../shared/index.ts";
 import { el, SVG_NS, type SvgNode } from "./svg.ts";
 
 export interface TimelineBand {

@@ -4,6 +4,7 @@
 // router, raise the router-down alert, save the state. It reports; it never
 // aborts or compacts anything.
 
+import { postProgress } from "../../io/progress-client.ts";
 import {
   type Config,
   type ProgressMessage,
@@ -13,7 +14,6 @@ import {
   type WatchdogTick,
   watchdogModel,
 } from "../../shared/index.ts";
-import { postProgress } from "../../shared/progress-client.ts";
 import { opencodeDbPath } from "../opencode-db/path.ts";
 import { readSecretFile, secretFilePaths } from "../server/secret-files.ts";
 import type { DbState } from "./db-source.ts";

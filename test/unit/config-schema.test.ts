@@ -5,15 +5,17 @@ import {
   type ConfigIssue,
   configSchema,
   formatConfigIssues,
+  formatDuration,
   mergeLayers,
   parseConfig,
+  parseDuration,
   parseYamlLayer,
+  policyFromConfig,
+  slugAgent,
   validateConfig,
   watchdogModel,
   watchdogReadOnlyAgents,
-} from "../../shared/config.ts";
-import { formatDuration, parseDuration } from "../../shared/duration.ts";
-import { policyFromConfig, slugAgent } from "../../shared/policy.ts";
+} from "../../shared/index.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const defaultsText = readFileSync(`${ROOT}config/config.yaml`, "utf8");

@@ -6,9 +6,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { formatConfigIssues, parseConfig } from "../../shared/config.ts";
-import { policyFromConfig } from "../../shared/policy.ts";
-import { type ReplayResult, type ReplaySession, replay } from "../../shared/replay.ts";
+import {
+  formatConfigIssues,
+  parseConfig,
+  policyFromConfig,
+  type ReplayResult,
+  type ReplaySession,
+  replay,
+} from "../../shared/index.ts";
 import { type BesideRepo, besideRepo } from "../helpers/beside-repo.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));

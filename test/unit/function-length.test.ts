@@ -1,5 +1,5 @@
 // No function over 80 lines outside tests: every non-test .ts file under
-// shared/, plugin/, router-ext/ and bench/ is parsed with the typescript
+// shared/, io/, plugin/, router-ext/ and bench/ is parsed with the typescript
 // compiler, and every function, method and arrow function is measured from
 // its first token to its closing brace (leading comments not counted).
 import { readdirSync, readFileSync } from "node:fs";
@@ -9,7 +9,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
-const ROOTS = ["shared", "plugin", "router-ext", "bench"];
+const ROOTS = ["shared", "io", "plugin", "router-ext", "bench"];
 const MAX_LINES = 80;
 
 /**

@@ -10,8 +10,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadExports } from "../../router-ext/calibrate/sources.ts";
-import { canonicalJson } from "../../shared/canonical-json.ts";
 import {
+  canonicalJson,
   formatConfigIssues,
   parseConfig,
   policyFromConfig,

@@ -1,5 +1,5 @@
 // Recent verdict changes and the router's own outages, newest first.
-import { formatSpan } from "../../../shared/duration.ts";
+import { formatSpan } from "../../../shared/browser.ts";
 import { dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
 import type { EventRow, RouterEventRow } from "./schemas.ts";

@@ -3,7 +3,7 @@
 // (the one config schema); this only refuses text that is not even a number.
 // shared/index.ts also exports node-only modules (node:crypto), so the browser
 // bundle imports this one pure module directly instead of the barrel.
-import { formatDuration } from "../../../shared/duration.ts";
+import { formatDuration } from "../../../shared/browser.ts";
 import type { Knob } from "./schemas.ts";
 
 export type Parsed = { ok: true; value: unknown } | { ok: false; error: string };

@@ -3,7 +3,7 @@
 // fragment's view (views.ts) picks what is shown: the Sessions readout, a
 // session page, alerts and the breaker, or the knobs.
 import * as z from "zod/mini";
-import { parseDuration } from "../../../shared/duration.ts";
+import { parseDuration } from "../../../shared/browser.ts";
 import { type Api, ApiError, createApi } from "./api.ts";
 import { mountClients } from "./clients-view.ts";
 import { byId, h, replace } from "./dom.ts";

@@ -2,7 +2,7 @@
 // detail answer (router-ext/api/session-detail.ts): verdict bands over time,
 // landed changes, the first flag, recoveries, refusals, the admin's mark,
 // turns and $ since landed over time, and the mode's actions as a list.
-import type { Verdict } from "../../../shared/types.ts";
+import type { Verdict } from "../../../shared/browser.ts";
 import type { SessionDetail } from "../../api/session-detail.ts";
 import { type TimelineModel, timelineModel } from "../../timeline/draw.ts";
 import { fmtInt, fmtTime, fmtUsd } from "./format.ts";

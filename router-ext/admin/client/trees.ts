@@ -1,6 +1,6 @@
 // Groups session rows into trees: the root first, then each child under its
 // parent, depth-first. Pure, so it is unit-tested without a browser.
-import { depthFirst } from "../../../shared/session-tree.ts";
+import { depthFirst } from "../../../shared/browser.ts";
 import { toMs } from "./format.ts";
 
 export interface TreeNode {

@@ -2,7 +2,7 @@
 // window rates and a Resume button, then every recorded trip with its evidence
 // (sessions, verdicts, rates, window). Reads GET /api/breaker; Resume posts
 // /api/breaker/:model/resume. The section is added to the page by this module.
-import { formatDuration } from "../../../shared/duration.ts";
+import { formatDuration } from "../../../shared/browser.ts";
 import {
   type BreakerModelView,
   type BreakerTripView,

@@ -2,7 +2,7 @@
 // healthy, "confirmed loop": loop), with who and when. One per session; the
 // latest wins.
 import type Database from "better-sqlite3";
-import type { Verdict } from "../../../shared/types.ts";
+import type { Verdict } from "../../../shared/index.ts";
 
 export type MarkKind = "false_alarm" | "confirmed_loop";
 export const MARK_KINDS: readonly MarkKind[] = ["false_alarm", "confirmed_loop"];

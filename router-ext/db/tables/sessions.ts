@@ -3,7 +3,7 @@
 // the reporter's spend numbers. Ids, verdicts, counts and the deterministic
 // incident report only.
 import type Database from "better-sqlite3";
-import { VERDICT_RANK, type Verdict } from "../../../shared/types.ts";
+import { VERDICT_RANK, type Verdict } from "../../../shared/index.ts";
 import type { RefusalState, SessionSource, SessionStage } from "../../api/schemas.ts";
 import type { MarkKind } from "./marks.ts";
 

@@ -1,23 +1,8 @@
 // The one HTTP client for POST /progress, used by the plugin's reporter and
-// the watchdog: one request, one timeout, one reading of the answer's status.
-// What to do with each class (queue, drop, remember for the next tick) is the
-// caller's.
-import type { ProgressMessage } from "./wire.ts";
-
-/**
- * How an answer is classed. sent: 2xx. retry: the router is down or busy (no
- * answer, 408, 425, 429, 5xx): the same body may succeed later. refused: the
- * router would not take it from us (401, 403, 404: a wrong token or URL).
- * rejected: the body itself is bad (400, 413 and any other 4xx).
- */
-export type ProgressStatus = "sent" | "retry" | "refused" | "rejected";
-
-export function classifyStatus(status: number): ProgressStatus {
-  if (status >= 200 && status < 300) return "sent";
-  if (status === 408 || status === 425 || status === 429 || status >= 500) return "retry";
-  if (status === 401 || status === 403 || status === 404) return "refused";
-  return "rejected";
-}
+// the watchdog: one request, one timeout, one reading of the answer's status
+// (the core's classifyStatus). What to do with each class (queue, drop,
+// remember for the next tick) is the caller's.
+import { classifyStatus, type ProgressMessage, type ProgressStatus, progressUrl } from "../shared/index.ts";
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -35,11 +20,6 @@ export interface PostResult {
   text: string;
   /** A short reason for logs: the network error or "HTTP 401". */
   detail: string;
-}
-
-/** The router's /progress URL from its base URL. */
-export function progressUrl(base: string): string {
-  return `${base.replace(/\/+$/, "")}/progress`;
 }
 
 /** POSTs one body (a message or a batch); never throws. */
