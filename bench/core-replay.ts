@@ -6,7 +6,10 @@
 // repeat, so a loaded machine slows them alike; medians over the repeats.
 //
 //   npx tsx bench/core-replay.ts [--sessions 200] [--calls 500] [--repeats 5] [--flat]
+//   npx tsx bench/core-replay.ts --db path/to/opencode.db [--repeats 5]
 //
+// --db measures a database as it is (a copy of a real one, or the corpora
+// written to one): opened read-only, never changed.
 // --flat writes one part per assistant message (the tool part alone) instead of
 // the step-start, tool and step-finish parts opencode writes: fewer parts for
 // the same calls, so the floor is smaller against the same work.
@@ -26,6 +29,8 @@ const sessions = arg("sessions", 200);
 const calls = arg("calls", 500);
 const repeats = arg("repeats", 5);
 const flat = process.argv.includes("--flat");
+const dbArg = process.argv.indexOf("--db");
+const givenDb = dbArg >= 0 ? process.argv[dbArg + 1] : undefined;
 const policy = defaultPolicy();
 
 /** Every row of `sql` with its data column JSON.parsed, nothing kept: what reading costs at the least. */
@@ -40,20 +45,26 @@ function scan(dbPath: string, sql: string, parse: boolean): number {
 
 const dir = mkdtempSync(join(tmpdir(), "stallguard-bench-replay-"));
 try {
-  const dbPath = join(dir, "opencode.db");
-  const buildMs = timeMs(() =>
-    writeOpencodeDb(dbPath, syntheticSessions(sessions, calls, { loopEvery: 10, steps: !flat })),
-  );
-  const rows = (table: string) => {
-    const db = new Database(dbPath, { readonly: true });
-    const n = (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  const dbPath = givenDb ?? join(dir, "opencode.db");
+  const buildMs = givenDb
+    ? 0
+    : timeMs(() =>
+        writeOpencodeDb(dbPath, syntheticSessions(sessions, calls, { loopEvery: 10, steps: !flat })),
+      );
+  const count = (sql: string) => {
+    const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+    const n = (db.prepare(sql).get() as { n: number }).n;
     db.close();
     return n;
   };
-  const total = sessions * calls;
-  const parts = rows("part");
+  const total = givenDb
+    ? count(`SELECT count(*) AS n FROM part WHERE data LIKE '%"type":"tool"%'`)
+    : sessions * calls;
+  const what = givenDb
+    ? `${dbPath}: ${fmt(count("SELECT count(*) AS n FROM session"), 0)} sessions, about ${fmt(total, 0)} tool parts`
+    : `synthetic opencode.db (${flat ? "flat: one part per message" : "opencode's step-start, tool, step-finish parts"}): ${sessions} sessions x ${calls} calls = ${fmt(total, 0)} tool calls`;
   console.log(
-    `synthetic opencode.db (${flat ? "flat: one part per message" : "opencode's step-start, tool, step-finish parts"}): ${sessions} sessions x ${calls} calls = ${fmt(total, 0)} tool calls, ${fmt(parts, 0)} parts, ${fmt(rows("message"), 0)} messages, ${fmt(statSync(dbPath).size / 1e6, 1)} MB, built in ${fmt(buildMs / 1000, 1)} s`,
+    `${what}, ${fmt(count("SELECT count(*) AS n FROM part"), 0)} parts, ${fmt(count("SELECT count(*) AS n FROM message"), 0)} messages, ${fmt(statSync(dbPath).size / 1e6, 1)} MB${givenDb ? "" : `, built in ${fmt(buildMs / 1000, 1)} s`}`,
   );
 
   const t: Record<string, number[]> = {};
@@ -138,7 +149,7 @@ try {
     ],
   );
   console.log(
-    `${flagged} of ${sessions} sessions flagged (every 10th is a synthetic read loop); median of ${repeats} repeats, node ${process.version}; target: loader + judge at most 2x the floor`,
+    `${flagged} session(s) flagged${givenDb ? "" : ` of ${sessions} (every 10th is a synthetic read loop)`}; median of ${repeats} repeats, node ${process.version}; target: loader + judge at most 2x the floor`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });
