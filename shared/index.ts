@@ -4,7 +4,8 @@
 // and the linter refuses an import of shared/<file>.ts from outside
 // (.ci/biome-config.json). The core is pure: no file, network, process or
 // clock access (time comes in as a value); those are the shells' (io/ for the
-// code both shells share). Two node modules stay, as computation: node:crypto
+// code both shells share), and the same config refuses them in shared/'s
+// non-test files. Two node modules stay, as computation: node:crypto
 // for sha256 (hash.ts) and node:path's posix string arithmetic (tree-credit.ts).
 export * from "./adapters/hook.ts";
 export * from "./adapters/stored.ts";
