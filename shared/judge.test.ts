@@ -102,6 +102,52 @@ describe("worker: both conditions must hold", () => {
     expect(judge(sig({ readOnly: true, cycle: cycle(50) }), t).verdict).toBe("ok");
   });
 
+  it("in a row, same results: below row_warn repeats ok, at it stalling, at row_loop looping", () => {
+    const row = (repeats: number) => ({ period: 2 as const, repeats, tool: "grep", target: "src" });
+    expect(judge(sig({ ...stalled, inARow: row(t.row_warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, inARow: row(t.row_warn) }), t)).toEqual({
+      verdict: "stalling",
+      reason: "in_a_row",
+    });
+    expect(judge(sig({ ...looped, inARow: row(t.row_loop) }), t)).toEqual({
+      verdict: "looping",
+      reason: "in_a_row",
+    });
+    expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, inARow: row(50) }), t).verdict).toBe("ok");
+    // read-only agents: the same call in a row is counted by top_ro_warn
+    expect(judge(sig({ readOnly: true, inARow: row(50) }), t).verdict).toBe("ok");
+  });
+
+  it("a retrace: below retrace_warn different calls ok, at it stalling, at retrace_loop looping", () => {
+    const retrace = (distinct: number) => ({
+      period: 12,
+      calls: distinct,
+      distinct,
+      tool: "read",
+      target: "a",
+    });
+    expect(judge(sig({ ...stalled, retrace: retrace(t.retrace_warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, retrace: retrace(t.retrace_warn) }), t)).toEqual({
+      verdict: "stalling",
+      reason: "retrace",
+    });
+    expect(judge(sig({ ...looped, retrace: retrace(t.retrace_loop) }), t)).toEqual({
+      verdict: "looping",
+      reason: "retrace",
+    });
+    // many calls but few different ones (a short alternation seen at a long period) is not enough
+    const few = { period: 9, calls: 40, distinct: t.retrace_warn - 1, tool: "read", target: "a" };
+    expect(judge(sig({ ...looped, retrace: few }), t).verdict).toBe("ok");
+    expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, retrace: retrace(30) }), t).verdict).toBe("ok");
+    // read-only agents are only warned, at the workers' looping level, with no stall condition
+    expect(judge(sig({ readOnly: true, retrace: retrace(t.retrace_loop - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ readOnly: true, retrace: retrace(t.retrace_loop) }), t)).toEqual({
+      verdict: "stalling",
+      reason: "retrace",
+    });
+    expect(judge(sig({ readOnly: true, retrace: retrace(10 * t.retrace_loop) }), t).verdict).toBe("stalling");
+  });
+
   it("flip-flops: below flip_warn ok, at flip_warn stalling, at flip_loop looping", () => {
     expect(judge(sig({ ...stalled, flipFlops: t.flip_warn - 1 }), t).verdict).toBe("ok");
     expect(judge(sig({ ...stalled, flipFlops: t.flip_warn }), t)).toEqual({

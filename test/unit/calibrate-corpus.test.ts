@@ -57,6 +57,12 @@ describe.skipIf(!present)("the real-trajectories corpora", () => {
     expect(set2?.all.medianFirstFlag).toBe(median(loops.map((r) => r.first_flag_call as number)));
     const starts = loops.map((r) => Number(/^calls (\d+)-/.exec(doc[r.id]?.note ?? "")?.[1]));
     expect(set2?.loopStarts?.medianStart).toBe(median(starts));
+    // Calls from each labelled start to the first flag: the targets (median <= 5, max <= 10).
+    const fromStart = loops.map((r, i) => (r.first_flag_call as number) - (starts[i] as number));
+    expect(set2?.all.medianFromStart).toBe(median(fromStart));
+    expect(set2?.all.maxFromStart).toBe(Math.max(...fromStart));
+    expect(set2?.all.medianFromStart).toBeLessThanOrEqual(5);
+    expect(set2?.all.maxFromStart).toBeLessThanOrEqual(10);
     // The JSON on stdout is the same data.
     const json = JSON.parse(run.out) as { sessions: Array<{ id: string; worst: string }> };
     expect(json.sessions.map((s) => s.worst)).toEqual(results.map((r) => r.worst));

@@ -20,7 +20,9 @@ export interface EvidenceRow {
 export const REASON_TEXT: Record<string, string> = {
   duplicates: "calls repeat without edits",
   repeat_target: "the same call, the same result, again and again",
+  in_a_row: "the same call (or two in turn) over and over in a row, the same results",
   cycle: "the same few calls going round, the same results each time",
+  retrace: "a sweep of calls done again in the same order, the same results",
   fail_streak: "the same call keeps failing",
   whole_session: "one call repeated across the whole session",
   continuations: "continuing on injected prompts, nothing landed",
@@ -35,7 +37,9 @@ export const REASON_TEXT: Record<string, string> = {
 const FIRED_BY: Record<string, string> = {
   duplicates: "repeat_share",
   repeat_target: "same_result",
+  in_a_row: "in_a_row",
   cycle: "cycle",
+  retrace: "retrace",
   whole_session: "same_result",
   read_only_repeat: "same_result",
   fail_streak: "fail_streak",
@@ -140,6 +144,29 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
         "same calls going round",
         ev?.cycle ? `${ev.cycle.period} calls (one: ${ev.cycle.target}) x${ev.cycle.reps} turns` : "-",
         ro ? "-" : limits(th, "cycle_warn", "cycle_loop"),
+      ),
+    );
+  if (ev?.in_a_row || fired === "in_a_row")
+    rows.push(
+      row(
+        "in_a_row",
+        "same calls in a row",
+        ev?.in_a_row
+          ? `${ev.in_a_row.period === 1 ? ev.in_a_row.target : `2 calls in turn (one: ${ev.in_a_row.target})`} repeated ${ev.in_a_row.repeats} times`
+          : "-",
+        ro ? "-" : limits(th, "row_warn", "row_loop"),
+      ),
+    );
+  if (ev?.retrace || fired === "retrace")
+    rows.push(
+      row(
+        "retrace",
+        "calls redone in the same order",
+        ev?.retrace
+          ? `${ev.retrace.distinct} different calls of a ${ev.retrace.period}-call sweep (latest: ${ev.retrace.target})`
+          : "-",
+        // read-only agents are only warned, at the workers' looping level
+        ro ? limits(th, "retrace_loop", "") : limits(th, "retrace_warn", "retrace_loop"),
       ),
     );
   if (s.flip_flops > 0)

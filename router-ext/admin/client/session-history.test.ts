@@ -301,6 +301,53 @@ describe("the evidence in plain terms", () => {
     expect(evidenceRows(detail()).some((r) => r.key === "cycle")).toBe(false);
   });
 
+  it("repeats in a row and a retrace get their own rows, beside their thresholds, marked when they fired", () => {
+    const thresholds = {
+      ...detail().thresholds,
+      row_warn: 5,
+      row_loop: 12,
+      retrace_warn: 4,
+      retrace_loop: 8,
+    };
+    const flagged = (reason: string, extra: Record<string, unknown>) =>
+      detail({
+        thresholds,
+        transitions: [
+          tr(T + 10 * MIN, "ok", "stalling", {
+            reason,
+            evidence: { ...loopEvidence("grep src/a.ts"), ...extra },
+          }),
+        ],
+      });
+    const row = flagged("in_a_row", { in_a_row: { target: "grep src/a.ts", period: 2, repeats: 5 } });
+    const rows = Object.fromEntries(evidenceRows(row).map((r) => [r.key, r]));
+    expect(rows.signal?.value).toBe(
+      "in_a_row: the same call (or two in turn) over and over in a row, the same results",
+    );
+    expect(rows.in_a_row).toMatchObject({
+      value: "2 calls in turn (one: grep src/a.ts) repeated 5 times",
+      limits: "warn at 5, loop at 12",
+      fired: true,
+    });
+    expect(rows.retrace).toBeUndefined();
+    const sweep = flagged("retrace", {
+      retrace: { target: "read src/big.py", period: 12, calls: 4, distinct: 4 },
+    });
+    const srows = Object.fromEntries(evidenceRows(sweep).map((r) => [r.key, r]));
+    expect(srows.signal?.value).toBe(
+      "retrace: a sweep of calls done again in the same order, the same results",
+    );
+    expect(srows.retrace).toMatchObject({
+      value: "4 different calls of a 12-call sweep (latest: read src/big.py)",
+      limits: "warn at 4, loop at 8",
+      fired: true,
+    });
+    expect(srows.same_result?.fired).toBe(false);
+    // fired but reported by a plugin without the field: the row says so with a dash
+    const bare = Object.fromEntries(evidenceRows(flagged("retrace", {})).map((r) => [r.key, r]));
+    expect(bare.retrace).toMatchObject({ value: "-", fired: true });
+  });
+
   it("an older plugin's transition (no evidence) falls back to the top target", () => {
     const rows = evidenceRows(detail());
     expect(rows.find((r) => r.key === "top_targets")?.value).toBe("read src/a.ts x9");
