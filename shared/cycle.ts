@@ -72,8 +72,12 @@ export class CycleTracker {
 
   /** One call of the current stretch; key is the call with its result. */
   push(key: string, tool: string, target: string): void {
+    // walk the ring back from the newest call: p calls back is at idx
+    let idx = this.head;
     for (let p = 1; p <= MAX_TRACKED; p++) {
-      this.matched[p] = this.back(p)?.key === key ? (this.matched[p] ?? 0) + 1 : 0;
+      idx = idx === 0 ? MAX_TRACKED - 1 : idx - 1;
+      const same = p <= this.size && this.ring[idx]?.key === key;
+      this.matched[p] = same ? (this.matched[p] ?? 0) + 1 : 0;
     }
     this.ring[this.head] = { key, tool, target };
     this.head = (this.head + 1) % MAX_TRACKED;
