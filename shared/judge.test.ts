@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { quietSignals } from "./_test-signals.ts";
 import { configSchema } from "./config.ts";
 import { judge, sinceLanded } from "./judge.ts";
-import type { Signals } from "./types.ts";
+import type { FlagReason, Signals } from "./types.ts";
 
 const t = configSchema.parse({}).thresholds;
 
@@ -102,20 +102,21 @@ describe("worker: both conditions must hold", () => {
     expect(judge(sig({ readOnly: true, cycle: cycle(50) }), t).verdict).toBe("ok");
   });
 
+  /** Below warn ok, at warn stalling, at loop looping; never without the stall condition. */
+  function expectLevels(reason: FlagReason, at: (n: number) => Partial<Signals>, warn: number, loop: number) {
+    expect(judge(sig({ ...stalled, ...at(warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, ...at(warn) }), t)).toEqual({ verdict: "stalling", reason });
+    expect(judge(sig({ ...looped, ...at(loop) }), t)).toEqual({ verdict: "looping", reason });
+    expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, ...at(10 * loop) }), t).verdict).toBe("ok");
+  }
+
   it("in a row, same results: below row_warn repeats ok, at it stalling, at row_loop looping", () => {
-    const row = (repeats: number) => ({ period: 2 as const, repeats, tool: "grep", target: "src" });
-    expect(judge(sig({ ...stalled, inARow: row(t.row_warn - 1) }), t).verdict).toBe("ok");
-    expect(judge(sig({ ...stalled, inARow: row(t.row_warn) }), t)).toEqual({
-      verdict: "stalling",
-      reason: "in_a_row",
+    const row = (repeats: number) => ({
+      inARow: { period: 2 as const, repeats, tool: "grep", target: "src" },
     });
-    expect(judge(sig({ ...looped, inARow: row(t.row_loop) }), t)).toEqual({
-      verdict: "looping",
-      reason: "in_a_row",
-    });
-    expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, inARow: row(50) }), t).verdict).toBe("ok");
+    expectLevels("in_a_row", row, t.row_warn, t.row_loop);
     // read-only agents: the same call in a row is counted by top_ro_warn
-    expect(judge(sig({ readOnly: true, inARow: row(50) }), t).verdict).toBe("ok");
+    expect(judge(sig({ readOnly: true, ...row(50) }), t).verdict).toBe("ok");
   });
 
   it("a retrace: below retrace_warn different calls ok, at it stalling, at retrace_loop looping", () => {
@@ -126,19 +127,10 @@ describe("worker: both conditions must hold", () => {
       tool: "read",
       target: "a",
     });
-    expect(judge(sig({ ...stalled, retrace: retrace(t.retrace_warn - 1) }), t).verdict).toBe("ok");
-    expect(judge(sig({ ...stalled, retrace: retrace(t.retrace_warn) }), t)).toEqual({
-      verdict: "stalling",
-      reason: "retrace",
-    });
-    expect(judge(sig({ ...looped, retrace: retrace(t.retrace_loop) }), t)).toEqual({
-      verdict: "looping",
-      reason: "retrace",
-    });
+    expectLevels("retrace", (n) => ({ retrace: retrace(n) }), t.retrace_warn, t.retrace_loop);
     // many calls but few different ones (a short alternation seen at a long period) is not enough
     const few = { period: 9, calls: 40, distinct: t.retrace_warn - 1, tool: "read", target: "a" };
     expect(judge(sig({ ...looped, retrace: few }), t).verdict).toBe("ok");
-    expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, retrace: retrace(30) }), t).verdict).toBe("ok");
     // read-only agents are only warned, at the workers' looping level, with no stall condition
     expect(judge(sig({ readOnly: true, retrace: retrace(t.retrace_loop - 1) }), t).verdict).toBe("ok");
     expect(judge(sig({ readOnly: true, retrace: retrace(t.retrace_loop) }), t)).toEqual({

@@ -78,89 +78,70 @@ afterAll(async () => {
 });
 
 // Each test runs the default sweep (486 candidates) over the recorded history: seconds, more under load.
-const SWEEP_MS = 30_000;
+describe("calibrate --labels-from", { timeout: 30_000 }, () => {
+  test("the router's marks label the user's opencode history and the sweep proposes thresholds", async () => {
+    const r = await calibrateCaptured(
+      { db: opencodeDb, labelsFrom: srv.url, config: twitchy },
+      { env: { STALLGUARD_ADMIN_TOKEN: ADMIN } },
+    );
+    expect(r.code, r.err).toBe(0);
+    expect(r.labels).toEqual({
+      ...Object.fromEntries(FALSE_ALARMS.map((id) => [id, "healthy"])),
+      ...Object.fromEntries(LOOPS.map((id) => [id, "loop"])),
+    });
+    // The thresholds in use flag both false alarms; the proposal flags neither and catches both loops.
+    expect(r.sweep?.current).toMatchObject({ loops: 2, loopsCaught: 2, healthy: 2, healthyFlagged: 2 });
+    expect(r.sweep?.proposed).toMatchObject({ loops: 2, loopsCaught: 2, healthy: 2, healthyFlagged: 0 });
+    expect(r.out).toMatch(/^proposed: \S+=/m);
+    expect(r.out).toContain("config/config.local.yaml:\nthresholds:");
+    // The audit names each false alarm with the rule that fired.
+    expect(r.audit?.sets.map((s) => s.name)).toEqual([srv.url]);
+    expect(r.audit?.sets[0]?.falseFlags.map((f) => f.id).sort()).toEqual([...FALSE_ALARMS].sort());
+  });
 
-describe("calibrate --labels-from", () => {
-  test(
-    "the router's marks label the user's opencode history and the sweep proposes thresholds",
-    async () => {
-      const r = await calibrateCaptured(
-        { db: opencodeDb, labelsFrom: srv.url, config: twitchy },
-        { env: { STALLGUARD_ADMIN_TOKEN: ADMIN } },
-      );
-      expect(r.code, r.err).toBe(0);
-      expect(r.labels).toEqual({
-        ...Object.fromEntries(FALSE_ALARMS.map((id) => [id, "healthy"])),
-        ...Object.fromEntries(LOOPS.map((id) => [id, "loop"])),
-      });
-      // The thresholds in use flag both false alarms; the proposal flags neither and catches both loops.
-      expect(r.sweep?.current).toMatchObject({ loops: 2, loopsCaught: 2, healthy: 2, healthyFlagged: 2 });
-      expect(r.sweep?.proposed).toMatchObject({ loops: 2, loopsCaught: 2, healthy: 2, healthyFlagged: 0 });
-      expect(r.out).toMatch(/^proposed: \S+=/m);
-      expect(r.out).toContain("config/config.local.yaml:\nthresholds:");
-      // The audit names each false alarm with the rule that fired.
-      expect(r.audit?.sets.map((s) => s.name)).toEqual([srv.url]);
-      expect(r.audit?.sets[0]?.falseFlags.map((f) => f.id).sort()).toEqual([...FALSE_ALARMS].sort());
-    },
-    SWEEP_MS,
-  );
+  test("through the CLI, with the admin token from the admin.token file", async () => {
+    const home = join(tmp, "home");
+    const config = join(home, ".config", "stallguard");
+    const t = testIo(home, { XDG_CONFIG_HOME: join(home, ".config") });
+    // No token anywhere: said, exit 2.
+    expect(await run(["calibrate", "--db", opencodeDb, "--labels-from", srv.url, "--quiet"], t.io)).toBe(2);
+    expect(t.err()).toContain("--labels-from: the router's labels need the admin token");
+    mkdirSync(config, { recursive: true });
+    writeFileSync(join(config, "admin.token"), `${ADMIN}\n`, { mode: 0o600 });
+    const ok = testIo(home, { XDG_CONFIG_HOME: join(home, ".config") });
+    const args = ["calibrate", "--db", opencodeDb, "--labels-from", `${srv.url}/`, "--config", twitchy];
+    expect(await run([...args, "--quiet"], ok.io), ok.err()).toBe(0);
+    expect(ok.out()).toMatch(/^sweep: \d+ candidate\(s\)/m);
+    expect(ok.out()).toMatch(/^proposed: /m);
+    writeFileSync(join(config, "admin.token"), "wrong-token");
+    const bad = testIo(home, { XDG_CONFIG_HOME: join(home, ".config") });
+    expect(await run([...args, "--quiet"], bad.io)).toBe(1);
+    expect(bad.err()).toContain("refused the admin token");
+  });
 
-  test(
-    "through the CLI, with the admin token from the admin.token file",
-    async () => {
-      const home = join(tmp, "home");
-      const config = join(home, ".config", "stallguard");
-      const t = testIo(home, { XDG_CONFIG_HOME: join(home, ".config") });
-      // No token anywhere: said, exit 2.
-      expect(await run(["calibrate", "--db", opencodeDb, "--labels-from", srv.url, "--quiet"], t.io)).toBe(2);
-      expect(t.err()).toContain("--labels-from: the router's labels need the admin token");
-      mkdirSync(config, { recursive: true });
-      writeFileSync(join(config, "admin.token"), `${ADMIN}\n`, { mode: 0o600 });
-      const ok = testIo(home, { XDG_CONFIG_HOME: join(home, ".config") });
-      const args = ["calibrate", "--db", opencodeDb, "--labels-from", `${srv.url}/`, "--config", twitchy];
-      expect(await run([...args, "--quiet"], ok.io), ok.err()).toBe(0);
-      expect(ok.out()).toMatch(/^sweep: \d+ candidate\(s\)/m);
-      expect(ok.out()).toMatch(/^proposed: /m);
-      writeFileSync(join(config, "admin.token"), "wrong-token");
-      const bad = testIo(home, { XDG_CONFIG_HOME: join(home, ".config") });
-      expect(await run([...args, "--quiet"], bad.io)).toBe(1);
-      expect(bad.err()).toContain("refused the admin token");
-    },
-    SWEEP_MS,
-  );
+  test("a labels file exported from the admin page works the same; one kind alone is said, not swept", async () => {
+    const exported = join(tmp, "stallguard-labels.json");
+    const res = await fetch(`${srv.url}/api/labels`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    writeFileSync(exported, await res.text());
+    const r = await calibrateCaptured({ db: opencodeDb, labelsFrom: exported, config: twitchy, quiet: true });
+    expect(r.code, r.err).toBe(0);
+    expect(r.sweep?.proposed?.healthyFlagged).toBe(0);
 
-  test(
-    "a labels file exported from the admin page works the same; one kind alone is said, not swept",
-    async () => {
-      const exported = join(tmp, "stallguard-labels.json");
-      const res = await fetch(`${srv.url}/api/labels`, { headers: { authorization: `Bearer ${ADMIN}` } });
-      writeFileSync(exported, await res.text());
-      const r = await calibrateCaptured({
-        db: opencodeDb,
-        labelsFrom: exported,
-        config: twitchy,
-        quiet: true,
-      });
-      expect(r.code, r.err).toBe(0);
-      expect(r.sweep?.proposed?.healthyFlagged).toBe(0);
-
-      const onlyFalseAlarms = join(tmp, "only.json");
-      const doc = JSON.parse(readFileSync(exported, "utf8")) as Record<string, { label: string }>;
-      writeFileSync(
-        onlyFalseAlarms,
-        JSON.stringify(Object.fromEntries(Object.entries(doc).filter(([, v]) => v.label === "healthy"))),
-      );
-      const one = await calibrateCaptured({
-        db: opencodeDb,
-        labelsFrom: onlyFalseAlarms,
-        config: twitchy,
-        quiet: true,
-      });
-      expect(one.code, one.err).toBe(0);
-      expect(one.sweep).toBeNull();
-      expect(one.err).toContain("2 false alarm(s) and 0 confirmed loop(s)");
-      expect(one.audit?.sets[0]?.falseFlags).toHaveLength(2);
-    },
-    SWEEP_MS,
-  );
+    const onlyFalseAlarms = join(tmp, "only.json");
+    const doc = JSON.parse(readFileSync(exported, "utf8")) as Record<string, { label: string }>;
+    writeFileSync(
+      onlyFalseAlarms,
+      JSON.stringify(Object.fromEntries(Object.entries(doc).filter(([, v]) => v.label === "healthy"))),
+    );
+    const one = await calibrateCaptured({
+      db: opencodeDb,
+      labelsFrom: onlyFalseAlarms,
+      config: twitchy,
+      quiet: true,
+    });
+    expect(one.code, one.err).toBe(0);
+    expect(one.sweep).toBeNull();
+    expect(one.err).toContain("2 false alarm(s) and 0 confirmed loop(s)");
+    expect(one.audit?.sets[0]?.falseFlags).toHaveLength(2);
+  });
 });

@@ -253,6 +253,7 @@ describe("a session's history", () => {
 });
 
 describe("the evidence in plain terms", () => {
+  const byKey = (d: SessionDetail) => Object.fromEntries(evidenceRows(d).map((r) => [r.key, r]));
   it("names the signal, marks the row it fired on, and sets each value beside its thresholds", () => {
     const d = detail({
       transitions: [
@@ -262,7 +263,7 @@ describe("the evidence in plain terms", () => {
         }),
       ],
     });
-    const rows = Object.fromEntries(evidenceRows(d).map((r) => [r.key, r]));
+    const rows = byKey(d);
     expect(rows.signal?.value).toBe("repeat_target: the same call, the same result, again and again");
     expect(rows.top_targets?.value).toBe("read src/a.ts x14, bash npm test x3");
     expect(rows.same_result).toMatchObject({
@@ -289,7 +290,7 @@ describe("the evidence in plain terms", () => {
         }),
       ],
     });
-    const rows = Object.fromEntries(evidenceRows(d).map((r) => [r.key, r]));
+    const rows = byKey(d);
     expect(rows.signal?.value).toBe("cycle: the same few calls going round, the same results each time");
     expect(rows.cycle).toMatchObject({
       value: "2 calls (one: grep src/a.ts) x5 turns",
@@ -319,32 +320,33 @@ describe("the evidence in plain terms", () => {
           }),
         ],
       });
-    const row = flagged("in_a_row", { in_a_row: { target: "grep src/a.ts", period: 2, repeats: 5 } });
-    const rows = Object.fromEntries(evidenceRows(row).map((r) => [r.key, r]));
-    expect(rows.signal?.value).toBe(
-      "in_a_row: the same call (or two in turn) over and over in a row, the same results",
-    );
-    expect(rows.in_a_row).toMatchObject({
-      value: "2 calls in turn (one: grep src/a.ts) repeated 5 times",
-      limits: "warn at 5, loop at 12",
-      fired: true,
-    });
-    expect(rows.retrace).toBeUndefined();
-    const sweep = flagged("retrace", {
-      retrace: { target: "read src/big.py", period: 12, calls: 4, distinct: 4 },
-    });
-    const srows = Object.fromEntries(evidenceRows(sweep).map((r) => [r.key, r]));
-    expect(srows.signal?.value).toBe(
-      "retrace: a sweep of calls done again in the same order, the same results",
-    );
-    expect(srows.retrace).toMatchObject({
-      value: "4 different calls of a 12-call sweep (latest: read src/big.py)",
-      limits: "warn at 4, loop at 8",
-      fired: true,
-    });
-    expect(srows.same_result?.fired).toBe(false);
+    const cases = [
+      {
+        reason: "in_a_row",
+        extra: { in_a_row: { target: "grep src/a.ts", period: 2, repeats: 5 } },
+        signal: "the same call (or two in turn) over and over in a row, the same results",
+        value: "2 calls in turn (one: grep src/a.ts) repeated 5 times",
+        limits: "warn at 5, loop at 12",
+      },
+      {
+        reason: "retrace",
+        extra: { retrace: { target: "read src/big.py", period: 12, calls: 4, distinct: 4 } },
+        signal: "a sweep of calls done again in the same order, the same results",
+        value: "4 different calls of a 12-call sweep (latest: read src/big.py)",
+        limits: "warn at 4, loop at 8",
+      },
+    ];
+    for (const c of cases) {
+      const rows = byKey(flagged(c.reason, c.extra));
+      expect(rows.signal?.value).toBe(`${c.reason}: ${c.signal}`);
+      expect(rows[c.reason]).toMatchObject({ value: c.value, limits: c.limits, fired: true });
+      expect(rows.same_result?.fired).toBe(false);
+      // the other shape was neither reported nor fired: no row
+      const other = c.reason === "retrace" ? "in_a_row" : "retrace";
+      expect(rows[other]).toBeUndefined();
+    }
     // fired but reported by a plugin without the field: the row says so with a dash
-    const bare = Object.fromEntries(evidenceRows(flagged("retrace", {})).map((r) => [r.key, r]));
+    const bare = byKey(flagged("retrace", {}));
     expect(bare.retrace).toMatchObject({ value: "-", fired: true });
   });
 
