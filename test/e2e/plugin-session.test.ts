@@ -42,9 +42,9 @@ const MARK = {
 // biome-ignore lint/suspicious/noExplicitAny: raw API JSON
 type Part = any;
 
-const read = (filePath: string, slice?: { offset: number; limit: number }): ModelReply => ({
+const read = (filePath: string): ModelReply => ({
   kind: "tools",
-  calls: [{ name: "read", args: { filePath, ...slice } }],
+  calls: [{ name: "read", args: { filePath } }],
 });
 const bash = (command: string): ModelReply => ({
   kind: "tools",
@@ -101,7 +101,6 @@ describe("stallguard plugin in real opencode", () => {
         "check.mjs":
           'import { readFileSync } from "node:fs";\nprocess.exit(readFileSync("app.txt", "utf8").includes("value=2") ? 0 : 1);\n',
         "package.json": '{ "name": "scratch", "private": true, "scripts": { "test": "node check.mjs" } }\n',
-        "service.txt": Array.from({ length: 200 }, (_, i) => `handler ${i + 1}: route ${i * 7}`).join("\n"),
       },
     });
     events = oc.events();
@@ -149,9 +148,8 @@ describe("stallguard plugin in real opencode", () => {
       expect(t.report).toContain(s.id);
       expect(t.signals.landed).toBe(0);
     }
-    // Stalling once the same read with the same answer was repeated row_warn times in a row;
-    // looping once the same call with the same answer came cum_loop times since anything
-    // landed (before loop_turns is reached).
+    // Stalling at row_warn repeats of the same read in a row; looping once the same call with
+    // the same answer came cum_loop times since anything landed (before loop_turns).
     const t = configSchema.parse({}).thresholds;
     expect(ts[0]?.top_target_count).toBe(t.row_warn + 1);
     expect(ts[0]?.reason).toBe("in_a_row");
@@ -165,32 +163,6 @@ describe("stallguard plugin in real opencode", () => {
     expect(loop?.properties.message).toMatch(
       /build looping: \d+ turns, \$\d+\.\d\d since landed; top: read README\.md x\d+/,
     );
-  });
-
-  test("a worker re-reading a sweep of 10 views in the same order is flagged a few calls into its second pass", async () => {
-    const s = await oc.createSession({ title: "sweep" });
-    const file = join(oc.projectDir, "service.txt");
-    const view = (i: number) => read(file, { offset: i * 20 + 1, limit: 20 });
-    const sweep = Array.from({ length: 10 }, (_, i) => view(i));
-    const script = [read(join(oc.projectDir, "README.md")), read(join(oc.projectDir, "plan.md"))];
-    await run(
-      s.id,
-      steps(...script, ...sweep, ...sweep.slice(0, 6), text("done")),
-      "why are requests dropped?",
-    );
-
-    await expect.poll(() => transitionsFor(s.id).length, { timeout: 15_000 }).toBeGreaterThan(0);
-    const [t] = transitionsFor(s.id);
-    // two novel reads, the first pass, then retrace_warn views of the second pass
-    expect(t?.signals.calls).toBe(2 + 10 + T.retrace_warn);
-    expect(t?.reason).toBe("retrace");
-    expect(t?.evidence?.retrace).toEqual({
-      target: "read service.txt",
-      period: 10,
-      calls: T.retrace_warn,
-      distinct: T.retrace_warn,
-    });
-    expect(t?.report).toContain("Avoid: redoing a sweep already done");
   });
 
   test("an explore sub-agent reading a missing file is flagged from failed reads alone, with its root", async () => {
