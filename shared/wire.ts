@@ -19,10 +19,17 @@ export const idSchema = z
   .string()
   .regex(ID_PATTERN, "an id is 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)");
 const id = idSchema;
+/**
+ * An agent as every way in names it (the wire, the gate's x-router-agent
+ * header): the slug shared/policy.ts slugAgent makes, so a name cannot carry
+ * markup, control or bidi characters into a page, an alert or a metric label.
+ */
+export const AGENT_PATTERN = /^[a-z0-9_-]{1,64}$/;
+export const agentSchema = z.string().regex(AGENT_PATTERN, "slug: lowercase [a-z0-9_-], at most 64");
+const agent = agentSchema;
 const verdict = z.enum(["ok", "stalling", "looping"]);
 const reason = z.enum(FLAG_REASONS);
 const count = z.number().int().min(0).max(1e12);
-const agent = z.string().regex(/^[a-z0-9_-]{1,64}$/, "slug: lowercase [a-z0-9_-], at most 64");
 const target = z.string().max(300);
 const version = z.string().min(1).max(64);
 
@@ -139,8 +146,14 @@ export const watchdogTickSchema = z.strictObject({
   servers: count,
   sessions: count,
   flagged: count,
-  /** True when no opencode server answered: the watchdog saw nothing. */
+  /**
+   * True when the tick could read no source although one was there (opencode's database
+   * unreadable, a server answering in a shape it does not know). From watchdogs without `db`:
+   * true also when no server answered, which says nothing runs (servers 0), not blindness.
+   */
   blind: z.boolean(),
+  /** What the tick made of opencode's database; absent from watchdogs older than that source. */
+  db: z.enum(["off", "missing", "read", "unreadable", "unexpected_shape"]).optional(),
 });
 export type WatchdogTick = z.infer<typeof watchdogTickSchema>;
 
@@ -194,6 +207,11 @@ export const progressResponseSchema = z.strictObject({
   duplicates: count,
   directives: z.array(directiveSchema).max(50).default([]),
   toasts: z.array(toastRequestSchema).max(20).optional(),
+  /**
+   * Sessions whose watchdog transition was not stored because their plugin reports them
+   * (one judge per session). Sent only when there is one: only the watchdog gets it.
+   */
+  covered: z.array(id).max(100).optional(),
 });
 export type ProgressResponse = z.infer<typeof progressResponseSchema>;
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;

@@ -100,6 +100,8 @@ export const watchdogTickViewSchema = z.object({
   sessions: z.number(),
   flagged: z.number(),
   blind: z.boolean(),
+  /** What the tick made of opencode's database; null from watchdogs older than that source. */
+  db: z.nullable(z.string()),
 });
 export type WatchdogTickView = z.infer<typeof watchdogTickViewSchema>;
 
@@ -117,6 +119,10 @@ export const healthSchema = z.object({
       flagged: z.number(),
       /** opencode servers that answered the tick: blind with 0 is nothing running, not blindness. */
       servers: z.optional(z.number()),
+      /** Sessions the tick judged. */
+      sessions: z.optional(z.number()),
+      /** What the tick made of opencode's database (read, missing, off, unreadable, unexpected_shape). */
+      db: z.optional(z.nullable(z.string())),
     }),
   ),
   /** Plugin instances with a heartbeat within three heartbeat intervals. */
@@ -291,7 +297,20 @@ export type BreakerTripView = z.infer<typeof breakerTripSchema>;
 
 // The answers, whole. The server types each answer `satisfies` its schema; the page
 // parses the rows one by one (parseRows), so one bad row does not blank a table.
-export const sessionsResponseSchema = z.object({ sessions: z.array(sessionViewSchema) });
+/**
+ * GET /api/sessions: every flagged, refused or marked session first (on every
+ * page), then a page of the others, most recently seen first. truncated: some
+ * sessions are not in this answer (next_offset asks for the next page of others).
+ */
+export const sessionsResponseSchema = z.object({
+  sessions: z.array(sessionViewSchema),
+  total: z.number(),
+  attention: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  truncated: z.boolean(),
+  next_offset: z.nullable(z.number()),
+});
 export type SessionsResponse = z.infer<typeof sessionsResponseSchema>;
 export const eventsResponseSchema = z.object({ events: z.array(eventViewSchema) });
 export type EventsResponse = z.infer<typeof eventsResponseSchema>;

@@ -149,6 +149,21 @@ describe("session page API and marks", () => {
     expect(refused(WORKER)).toBe(false);
   });
 
+  it("a session id in the path obeys the wire's id pattern: 400 naming the charset, nothing marked", async () => {
+    for (const bad of ["ses_%E2%80%AEgnp", "ses_%0Aforged", "ses%20x", `s${"x".repeat(200)}`]) {
+      for (const [method, path] of [
+        ["GET", `/api/sessions/${bad}`],
+        ["POST", `/api/sessions/${bad}/mark`],
+        ["DELETE", `/api/sessions/${bad}/mark`],
+      ] as const) {
+        const res = await call(method, path, method === "POST" ? { kind: "confirmed_loop" } : undefined);
+        expect(res.status, `${method} ${path}`).toBe(400);
+        expect(await res.text()).toContain("opencode's id charset");
+      }
+    }
+    expect(store.labels()).toEqual({});
+  });
+
   it("a confirmed loop is a label only: the hard stop stays", async () => {
     const r = await json("POST", `/api/sessions/${WORKER}/mark`, { kind: "confirmed_loop" });
     expect(r.lifted).toEqual([]);

@@ -1,10 +1,11 @@
 // The Sessions readout: one tbody per session tree, root first, children
 // indented, a Stop and a Resume button per tree; each session links to its
-// session page and shows an admin's mark. Rebuilt on every refresh.
+// session page and shows an admin's mark. Refused, flagged and marked trees
+// come first (trees.ts treeOrder). Rebuilt on every refresh.
 import { button, h, replace } from "./dom.ts";
-import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd, toMs } from "./format.ts";
+import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd } from "./format.ts";
 import type { SessionRow } from "./schemas.ts";
-import { groupTrees, type Tree, verdictRank } from "./trees.ts";
+import { groupTrees, type Tree, treeOrder, verdictRank } from "./trees.ts";
 import { viewHash } from "./views.ts";
 
 export interface SessionsContext {
@@ -35,13 +36,6 @@ function isQuiet(tree: Tree<SessionRow>): boolean {
   return tree.rows.every(
     ({ row }) => row.verdict === "ok" && verdictRank(row.worst) === 0 && row.flags === 0 && !row.refused,
   );
-}
-
-function treeOrder(a: Tree<SessionRow>, b: Tree<SessionRow>): number {
-  const weight = (t: Tree<SessionRow>) =>
-    Math.max(...t.rows.map(({ row }) => (row.refused ? 3 : verdictRank(row.verdict))));
-  const seen = (t: Tree<SessionRow>) => Math.max(0, ...t.rows.map(({ row }) => toMs(row.last_seen_at) ?? 0));
-  return weight(b) - weight(a) || seen(b) - seen(a);
 }
 
 function spendTitle(r: SessionRow): string | null {

@@ -95,6 +95,17 @@ export interface ChildRow {
 }
 
 /**
+ * A session an admin must see whatever the volume: flagged now or before,
+ * refused now (its tree or itself), or marked. Written over listSql's joins.
+ */
+const ATTENTION = `(s.verdict <> 'ok' OR s.worst <> 'ok' OR s.flags > 0
+  OR COALESCE(rt.state, '') = 'stopped' OR COALESCE(rs.state, '') = 'stopped' OR m.kind IS NOT NULL)`;
+const JOINS = `FROM sessions s
+       LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
+       LEFT JOIN refusals rs ON rs.scope = 'session' AND rs.key = s.session_id
+       LEFT JOIN session_marks m ON m.session_id = s.session_id`;
+
+/**
  * Sessions with their refusals, their mark and the gate's spend since their
  * last landed change (the session and its direct children), filtered by `where`.
  */
@@ -113,10 +124,7 @@ function listSql(where: string, tail: string): string {
               AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_usd,
          (SELECT q.context_tokens FROM requests q WHERE q.session_id = s.session_id AND q.context_tokens IS NOT NULL AND q.refused = 0
             ORDER BY q.started_at DESC LIMIT 1) AS g_ctx
-       FROM sessions s
-       LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
-       LEFT JOIN refusals rs ON rs.scope = 'session' AND rs.key = s.session_id
-       LEFT JOIN session_marks m ON m.session_id = s.session_id
+       ${JOINS}
        ${where} ${tail}`;
 }
 
@@ -153,6 +161,21 @@ export function sessionsTable(db: Database.Database) {
     ),
     touch: db.prepare("UPDATE sessions SET last_seen_at = MAX(last_seen_at, ?) WHERE session_id = ?"),
     list: db.prepare<[number], SessionListRow>(listSql("", "ORDER BY s.last_seen_at DESC LIMIT ?")),
+    attention: db.prepare<[number], SessionListRow>(
+      listSql(`WHERE ${ATTENTION}`, "ORDER BY s.last_seen_at DESC LIMIT ?"),
+    ),
+    quiet: db.prepare<[number, number], SessionListRow>(
+      listSql(`WHERE NOT ${ATTENTION}`, "ORDER BY s.last_seen_at DESC LIMIT ? OFFSET ?"),
+    ),
+    counts: db.prepare<[], { total: number; attention: number }>(
+      `SELECT COUNT(*) AS total, COALESCE(SUM(${ATTENTION}), 0) AS attention ${JOINS}`,
+    ),
+    flagged: db.prepare<[number], SessionListRow>(
+      listSql(
+        "WHERE s.verdict <> 'ok'",
+        "ORDER BY CASE s.verdict WHEN 'looping' THEN 0 ELSE 1 END, s.last_seen_at DESC LIMIT ?",
+      ),
+    ),
     one: db.prepare<[string], SessionListRow>(listSql("WHERE s.session_id = ?", "")),
     children: db.prepare<[string, number], ChildRow>(
       "SELECT session_id, agent, verdict FROM sessions WHERE parent_id = ? ORDER BY first_seen_at LIMIT ?",
@@ -231,6 +254,22 @@ export function sessionsTable(db: Database.Database) {
     },
     list(limit: number): SessionListRow[] {
       return q.list.all(limit);
+    },
+    /** Flagged, refused or marked sessions (see ATTENTION), most recently seen first. */
+    attention(limit: number): SessionListRow[] {
+      return q.attention.all(limit);
+    },
+    /** The other sessions, most recently seen first, from `offset`. */
+    quiet(limit: number, offset: number): SessionListRow[] {
+      return q.quiet.all(limit, offset);
+    },
+    /** All sessions, and how many of them need attention. */
+    counts(): { total: number; attention: number } {
+      return q.counts.get() ?? { total: 0, attention: 0 };
+    },
+    /** Sessions flagged now, looping first, then most recently seen. */
+    flagged(limit: number): SessionListRow[] {
+      return q.flagged.all(limit);
     },
     /** One session as list() shows it. */
     one(sessionId: string): SessionListRow | undefined {
