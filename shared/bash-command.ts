@@ -154,10 +154,43 @@ function stripPrefixes(words: string[]): string[] {
   return words.slice(i);
 }
 
-/** The simple command that does the work: the first that is not cd/export/source. */
+/**
+ * Programs that only wait, print a constant or end the shell: `sleep 1 && cat
+ * f` is about `cat f`. echo and printf count only when they write nowhere but
+ * the screen.
+ */
+const FILLER_PROGRAMS = new Set([
+  "sleep",
+  "true",
+  "false",
+  ":",
+  "wait",
+  "clear",
+  "echo",
+  "printf",
+  "exit",
+  "return",
+]);
+
+function isFiller(words: readonly string[]): boolean {
+  const program = words[0] as string;
+  if (!FILLER_PROGRAMS.has(program)) return false;
+  return !((program === "echo" || program === "printf") && words.some((w) => /^\d*>/.test(w)));
+}
+
+/**
+ * The simple command that does the work: the first that is neither set-up
+ * (cd, export, source) nor filler (sleep, true, a bare echo); else the first
+ * that is not set-up; else the first.
+ */
 export function mainSegment(command: string): string[] {
   const segs = segments(command);
-  return segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string)) ?? segs[0] ?? [];
+  return (
+    segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string) && !isFiller(s)) ??
+    segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string)) ??
+    segs[0] ??
+    []
+  );
 }
 
 const SECRET_TOKEN =

@@ -3,6 +3,7 @@
 // a malformed value is a 400 with its path, never a silent drop. Only ids,
 // verdicts, counts, hashes and coarse targets travel; never content.
 import { z } from "zod";
+import { DISPLAY_TEXT_PATTERN } from "./display-text.ts";
 import type { VerdictChange } from "./forest.ts";
 import { FLAG_REASONS } from "./incident-report.ts";
 import { issuePath as pathOf } from "./issue-path.ts";
@@ -118,6 +119,14 @@ export const transitionSchema = z.strictObject({
 });
 export type Transition = z.infer<typeof transitionSchema>;
 
+/** Text opencode shows the user about a session (its title, its folder): cleaned by shared/display-text.ts. */
+const displayText = (max: number) =>
+  z.string().max(max).regex(DISPLAY_TEXT_PATTERN, "no control, bidi or zero-width characters");
+
+/** The caps on a session's title and folder on the wire. */
+export const TITLE_MAX = 200;
+export const DIRECTORY_MAX = 300;
+
 export const heartbeatSessionSchema = z.strictObject({
   session_id: id,
   parent_id: id.nullable(),
@@ -128,7 +137,20 @@ export const heartbeatSessionSchema = z.strictObject({
   turns_since_landed: count,
   last_landed_at: z.number().int().min(0).nullable(),
   context_tokens: count,
+  // The session's current figures, so the readout keeps up after a transition.
+  // Optional: a plugin from before they were added is still accepted.
+  calls: count.optional(),
+  landed: count.optional(),
+  usd_since_landed: z.number().min(0).max(1e9).optional(),
+  /** The most repeated call in the window now ("tool target"), as a transition names it. */
+  top_target: target.nullable().optional(),
+  top_target_count: count.optional(),
+  /** What opencode shows the user: the session's title, its folder (home as ~) and when it was created. */
+  title: displayText(TITLE_MAX).nullable().optional(),
+  directory: displayText(DIRECTORY_MAX).nullable().optional(),
+  created_at: z.number().int().min(0).nullable().optional(),
 });
+export type HeartbeatSession = z.infer<typeof heartbeatSessionSchema>;
 
 export const heartbeatSchema = z.strictObject({
   type: z.literal("heartbeat"),
@@ -301,6 +323,20 @@ export function toWireEvidence(s: Signals): WireEvidence {
           distinct: clampCount(s.retrace.distinct),
         }
       : null,
+  };
+}
+
+/** The current figures a heartbeat carries for a session (counts and the coarse top target only). */
+export function toHeartbeatFigures(
+  s: Signals,
+): Pick<HeartbeatSession, "calls" | "landed" | "usd_since_landed" | "top_target" | "top_target_count"> {
+  const top = s.topRepeat;
+  return {
+    calls: clampCount(s.calls),
+    landed: clampCount(s.landed),
+    usd_since_landed: round(Math.min(1e9, Math.max(0, s.usdSinceLanded)), 6),
+    top_target: top ? repeatText(top) : null,
+    top_target_count: top ? clampCount(top.count) : 0,
   };
 }
 

@@ -60,6 +60,18 @@ export const sessionViewSchema = z.object({
   cannot_act: z.nullable(z.string()),
   /** An admin's "false alarm" or "confirmed loop", or null. */
   mark: z.optional(z.nullable(markViewSchema)),
+  /** The reporter's current tool calls and landed changes (null: no plugin sent them). */
+  calls: z.optional(z.nullable(z.number())),
+  landed: z.optional(z.nullable(z.number())),
+  /** What opencode shows the user: the title, the folder (home as ~), when it was created. */
+  title: z.optional(z.nullable(z.string())),
+  directory: z.optional(z.nullable(z.string())),
+  created_at: z.optional(z.nullable(z.number())),
+  /**
+   * Nothing heard of the session (no heartbeat, request or report) for three
+   * heartbeat periods: its opencode is gone, or its plugin stopped tracking it.
+   */
+  ended: z.optional(z.boolean()),
 });
 export type SessionView = z.infer<typeof sessionViewSchema>;
 export type SessionSource = SessionView["source"];

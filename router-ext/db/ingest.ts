@@ -138,6 +138,8 @@ function applyTransition(
     usd: tr.signals.usd_since_landed,
     last_landed_at: tr.signals.last_landed_at,
     context_tokens: tr.signals.context_tokens,
+    calls: tr.signals.calls,
+    landed: tr.signals.landed,
     at: tr.at,
   });
   return plan;
@@ -168,10 +170,22 @@ function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number)
     t.sessions.setStats({
       session_id: s.session_id,
       turns: s.turns_since_landed,
-      usd: null,
+      usd: s.usd_since_landed ?? null,
       last_landed_at: s.last_landed_at,
       context_tokens: s.context_tokens,
+      calls: s.calls ?? null,
+      landed: s.landed ?? null,
+      // An older plugin sends no top target: the transition's stays.
+      ...(s.top_target_count === undefined
+        ? {}
+        : { top: { target: s.top_target ?? null, count: s.top_target_count } }),
       at: h.at,
+    });
+    t.sessions.describe({
+      session_id: s.session_id,
+      title: s.title ?? null,
+      directory: s.directory ?? null,
+      created_at: s.created_at ?? null,
     });
   }
 }

@@ -3,7 +3,7 @@
 //   GET    /api/sessions            ?limit=1..2000 (2000) &offset=0..: every flagged,
 //                                   refused or marked session, then a page of the others
 //   GET    /api/sessions/:id        everything the session page shows
-//   POST   /api/sessions/:id/mark   {kind: "false_alarm" | "confirmed_loop", by?}
+//   POST   /api/sessions/:id/mark   {kind: "false_alarm" | "confirmed_loop", by?}: any session
 //   DELETE /api/sessions/:id/mark   removes the mark (lifted refusals stay lifted)
 //   GET    /api/labels              the marks as a calibrate labels document
 import { Hono } from "hono";
@@ -64,14 +64,14 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
     const at = d.now();
     const r = d.store.mark(id.data, kind, by, at);
     if (!r.ok) return c.json({ error: r.error }, r.status);
-    d.log(
-      `session ${id.data}: marked ${kind.replace("_", " ")} by ${by}${r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : ""}`,
-    );
+    const what = r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : r.note ? `; ${r.note}` : "";
+    d.log(`session ${id.data}: marked ${kind.replace("_", " ")} by ${by}${what}`);
     return c.json({
       session_id: id.data,
       root_id: r.rootId,
       mark: r.mark,
       lifted: r.lifted,
+      note: r.note,
     } satisfies MarkResponse);
   });
 

@@ -175,7 +175,7 @@ function marksLine(rows: Array<{ mark?: { kind: string } | null }>): HTMLElement
     }
   });
   return [
-    h("span", {}, `marks: ${falseAlarms} false alarm(s), ${loops} confirmed loop(s) `),
+    h("span", {}, `marks: ${falseAlarms} healthy (false alarm), ${loops} loop (confirmed loop) `),
     exportButton,
     h("span", {}, " for stallguard calibrate --labels"),
   ];

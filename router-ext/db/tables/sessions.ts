@@ -32,6 +32,13 @@ export interface SessionRow {
   plugin_seen_at: number | null;
   first_seen_at: number;
   last_seen_at: number;
+  /** The reporter's current figures; null until a plugin sends them. */
+  calls: number | null;
+  landed: number | null;
+  /** What opencode shows the user about the session; null until a plugin sends it. */
+  title: string | null;
+  directory: string | null;
+  created_at: number | null;
 }
 
 /** A row with its refusals and the gate's spend since the session's last landed change. */
@@ -79,11 +86,24 @@ export interface VerdictUpdate {
 export interface StatsUpdate {
   session_id: string;
   turns: number;
-  /** null keeps the stored figure (heartbeats carry no money). */
+  /** null keeps the stored figure (a heartbeat from an older plugin carries no money). */
   usd: number | null;
   last_landed_at: number | null;
   context_tokens: number;
+  /** null keeps the stored figure (an older plugin's heartbeat has none). */
+  calls: number | null;
+  landed: number | null;
+  /** The most repeated call now; undefined keeps the stored one. */
+  top?: { target: string | null; count: number };
   at: number;
+}
+
+/** The title, folder and creation time opencode shows; a null keeps what is stored. */
+export interface SessionDescription {
+  session_id: string;
+  title: string | null;
+  directory: string | null;
+  created_at: number | null;
 }
 
 const worse = (a: Verdict, b: Verdict): Verdict => (VERDICT_RANK[b] > VERDICT_RANK[a] ? b : a);
@@ -156,8 +176,15 @@ export function sessionsTable(db: Database.Database) {
     ),
     stats: db.prepare(
       `UPDATE sessions SET turns_since_landed = @turns, usd_since_landed = COALESCE(@usd, usd_since_landed),
-         last_landed_at = @last_landed_at, context_tokens = @context_tokens, stats_at = @at
+         last_landed_at = @last_landed_at, context_tokens = @context_tokens, stats_at = @at,
+         calls = COALESCE(@calls, calls), landed = COALESCE(@landed, landed),
+         top_target = CASE WHEN @has_top THEN @top_target ELSE top_target END,
+         top_target_count = CASE WHEN @has_top THEN @top_target_count ELSE top_target_count END
        WHERE session_id = @session_id AND COALESCE(stats_at, -1) <= @at`,
+    ),
+    describe: db.prepare(
+      `UPDATE sessions SET title = COALESCE(@title, title), directory = COALESCE(@directory, directory),
+         created_at = COALESCE(@created_at, created_at) WHERE session_id = @session_id`,
     ),
     touch: db.prepare("UPDATE sessions SET last_seen_at = MAX(last_seen_at, ?) WHERE session_id = ?"),
     list: db.prepare<[number], SessionListRow>(listSql("", "ORDER BY s.last_seen_at DESC LIMIT ?")),
@@ -247,7 +274,18 @@ export function sessionsTable(db: Database.Database) {
     },
     /** The reporter's spend numbers; an older report than the stored one changes nothing. */
     setStats(u: StatsUpdate): void {
-      q.stats.run(u);
+      const { top, ...rest } = u;
+      q.stats.run({
+        ...rest,
+        has_top: top ? 1 : 0,
+        top_target: top?.target ?? null,
+        top_target_count: top?.count ?? 0,
+      });
+    },
+    /** What opencode shows of the session (a heartbeat's title, folder and creation time). */
+    describe(d: SessionDescription): void {
+      if (d.title === null && d.directory === null && d.created_at === null) return;
+      q.describe.run(d);
     },
     touch(sessionId: string, at: number): void {
       q.touch.run(at, sessionId);
