@@ -25,7 +25,8 @@ async function calibrate(extra: CalibrateOptions = {}) {
   return { outcome, out, err };
 }
 
-describe.skipIf(!present)("the real-trajectories corpora", () => {
+// Whole-corpus replays with --split: about 1 s alone, past vitest's 5 s default at load 10.
+describe.skipIf(!present)("the real-trajectories corpora", { timeout: 60_000 }, () => {
   let run: { outcome: CalibrateOutcome; out: string; err: string };
 
   test("every labelled loop is flagged and no healthy run is, per set and per half; the audit is the replay", async () => {

@@ -320,7 +320,8 @@ const NEEDED_REASONS: Record<string, string[]> = {
   "real-trajectories-2": ["in_a_row", "retrace", "duplicates"],
 };
 
-describe("live plugin path vs replay (calibrate)", () => {
+// Each set is a whole-corpus replay on both paths: 1 to 2 s alone, past vitest's 5 s default at load 10.
+describe("live plugin path vs replay (calibrate)", { timeout: 60_000 }, () => {
   const sets = sources();
 
   it("each stored session maps to one live call per observation, in the adapter's order", () => {
