@@ -7,7 +7,7 @@ import * as z from "zod/mini";
 const verdict = z.enum(["ok", "stalling", "looping"]);
 const source = z.enum(["plugin", "watchdog", "gate"]);
 
-/** The session's stage as the Sessions readout shows it (router-ext/modes/policy.ts decides it). */
+/** The session's stage as the Sessions readout shows it (sessionStage in router-ext/modes/plan.ts decides it). */
 export const sessionStages = ["none", "warned", "compacting", "limited", "recovering", "stopped"] as const;
 export const sessionStageSchema = z.enum(sessionStages);
 export type SessionStage = z.infer<typeof sessionStageSchema>;
