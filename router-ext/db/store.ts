@@ -52,6 +52,7 @@ export interface PruneResult {
   samples: number;
   refusalLog: number;
   plugins: number;
+  routerRuns: number;
 }
 
 export interface StoreOptions {
@@ -131,7 +132,19 @@ export class Store implements GateStore {
         },
         now,
       );
-      if (identity.pluginVersion) t.sessions.pluginSeen(sessionId, identity.pluginVersion.slice(0, 64), now);
+      // Headers say a plugin is loaded, not that it reports (that is plugin_seen_at, from /progress).
+      const version = identity.pluginVersion?.slice(0, 64);
+      if (version) t.sessions.headersSeen(sessionId, version, now);
+      if (version && identity.link)
+        t.pluginLinks.seen(
+          {
+            instance_id: identity.link.instanceId,
+            plugin_version: version,
+            report_url: identity.link.reportTo,
+            report_state: identity.link.state,
+          },
+          now,
+        );
     }
     const known = t.sessions.get(sessionId) !== undefined;
     const parent = identity.parent && identity.parent !== sessionId ? identity.parent : null;
@@ -331,7 +344,8 @@ export class Store implements GateStore {
         ticks: t.ticks.prune(cutoff),
         samples: t.samples.prune(cutoff),
         refusalLog: refusals.log,
-        plugins: t.plugins.prune(cutoff),
+        plugins: t.plugins.prune(cutoff) + t.pluginLinks.prune(cutoff),
+        routerRuns: t.routerRuns.prune(cutoff),
         sessions: t.sessions.prune(cutoff),
       };
     })();

@@ -93,6 +93,17 @@ export function gateRoutes(opts: GateOptions): Hono {
     }
   };
 
+  // Whether a bearer token is one of the gate's client keys, and whose (doctor
+  // checks opencode.json's apiKey with it). Reads and writes nothing else.
+  app.get("/gate", (c) => {
+    const authorization = c.req.header("authorization");
+    const client = clientKeyOf(authorization, opts.clientKeys);
+    if (client !== null) return c.json({ client: client.name });
+    metrics.unauthorized();
+    const hint = opts.clientKeyHint ?? "a key from server.client_keys";
+    return json(401, unauthorizedBody(authorization !== undefined, hint));
+  });
+
   // Read only: an <img> pointing here must not create a session row.
   app.get("/gate/:session", async (c) => {
     const parsed = idSchema.safeParse(c.req.param("session"));

@@ -29,7 +29,10 @@ export interface SessionRow {
   top_target_count: number;
   source: SessionSource;
   plugin_version: string | null;
+  /** The last report (transition or heartbeat) from a plugin. */
   plugin_seen_at: number | null;
+  /** The last model request through the gate that carried the plugin's headers. */
+  plugin_headers_at: number | null;
   first_seen_at: number;
   last_seen_at: number;
   /** The reporter's current figures; null until a plugin sends them. */
@@ -166,6 +169,9 @@ function sessionStatements(db: Database.Database) {
          source = CASE WHEN source = 'gate' THEN 'plugin' ELSE source END
        WHERE session_id = ?`,
     ),
+    headers: db.prepare(
+      "UPDATE sessions SET plugin_version = ?, plugin_headers_at = MAX(COALESCE(plugin_headers_at, 0), ?) WHERE session_id = ?",
+    ),
     verdict: db.prepare(
       `UPDATE sessions SET verdict = @verdict, reason = @reason, report = @report, verdict_at = @at,
          top_target = @top_target, top_target_count = @top_target_count, source = @source, stage = @stage,
@@ -265,6 +271,10 @@ function sessionWrites(q: Statements) {
     /** A plugin reported the session (plugin_live reads plugin_seen_at). */
     pluginSeen(sessionId: string, version: string, at: number): void {
       q.plugin.run(version, at, sessionId);
+    },
+    /** The gate saw the plugin's headers on the session's request (loaded, not necessarily reporting). */
+    headersSeen(sessionId: string, version: string, at: number): void {
+      q.headers.run(version, at, sessionId);
     },
     setVerdict(u: VerdictUpdate): void {
       q.verdict.run(u);
