@@ -11,7 +11,12 @@ export const headerValue = z
   .max(256)
   .regex(/^[\x21-\x7e]+$/);
 
-function header(headers: Headers, schema: z.ZodType<string>, ...names: string[]): string | null {
+/** Where header values come from: a fetch Headers, or a node request (gate/headers.ts headerOf). */
+export interface HeaderSource {
+  get(name: string): string | null;
+}
+
+function header(headers: HeaderSource, schema: z.ZodType<string>, ...names: string[]): string | null {
   for (const name of names) {
     const v = headers.get(name);
     if (v === null) continue;
@@ -22,7 +27,7 @@ function header(headers: Headers, schema: z.ZodType<string>, ...names: string[])
 }
 
 /** Identity from the request headers: ours first, then opencode's own. */
-export function identityFrom(headers: Headers): GateIdentity {
+export function identityFrom(headers: HeaderSource): GateIdentity {
   return {
     // Session ids in opencode's charset, as on the wire (shared/wire.ts).
     sessionId: header(headers, idSchema, "x-router-conversation", "x-session-id"),

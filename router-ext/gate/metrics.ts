@@ -6,6 +6,7 @@ import { metricLines, promText, type Sample, single } from "../prom-text.ts";
 
 export type RefusalScope = "session" | "tree";
 export type UpstreamErrorKind = "unreachable" | "timeout" | "stream" | "no_upstream";
+export type DegradedOutcome = "refused" | "passed";
 
 export interface GateMetrics {
   /** A request reached /v1/*. */
@@ -16,6 +17,8 @@ export interface GateMetrics {
   upstreamError(kind: UpstreamErrorKind): void;
   /** The store failed to answer decide(); the request was let through. */
   storeError(): void;
+  /** The store answered from memory while it cannot write: a known refusal refused, anything else passed. */
+  degraded(outcome: DegradedOutcome): void;
   /** Milliseconds the gate added before the client got its response head. */
   observeOverhead(ms: number): void;
   /** Spend seen in usage (dollars), per request with a known price. */
@@ -30,6 +33,7 @@ export function createGateMetrics(): GateMetrics {
   let requests = 0;
   let unauthorized = 0;
   let storeErrors = 0;
+  const degraded: Record<DegradedOutcome, number> = { refused: 0, passed: 0 };
   let spendUsd = 0;
   const refusals: Record<RefusalScope, number> = { session: 0, tree: 0 };
   const upstream: Record<UpstreamErrorKind, number> = {
@@ -57,6 +61,9 @@ export function createGateMetrics(): GateMetrics {
     },
     storeError: () => {
       storeErrors++;
+    },
+    degraded: (outcome) => {
+      degraded[outcome]++;
     },
     observeOverhead: (ms) => {
       if (!Number.isFinite(ms)) return;
@@ -101,6 +108,12 @@ export function createGateMetrics(): GateMetrics {
           "counter",
           "Store failures on decide (the request was let through).",
           storeErrors,
+        ),
+        ...metricLines(
+          "stallguard_gate_degraded_decisions_total",
+          "counter",
+          "Decisions made from memory while the store cannot write: refused (a known refusal) or passed.",
+          (Object.keys(degraded) as DegradedOutcome[]).map((k) => [{ outcome: k }, degraded[k]]),
         ),
         ...single(
           "stallguard_gate_spend_usd_total",
