@@ -266,9 +266,11 @@ export class Store implements GateStore {
   /**
    * Whether the database takes writes now: not while its last write failed
    * (full, I/O error), nor when it is read-only or locked by another process
-   * (db/writable.ts). Never waits; writes nothing.
+   * (db/writable.ts). Writes nothing of its own (the gate's waiting batch is
+   * tried, as the most honest probe) and never waits on the lock.
    */
   writable(): boolean {
+    this.flush();
     return this.writes.failing === null && databaseWritable(this.db);
   }
 

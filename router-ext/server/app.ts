@@ -99,6 +99,9 @@ export function createApp(deps: AppDeps): Hono {
 
   app.onError((err, c) => {
     log(`error: ${c.req.method} ${c.req.path}: ${err.message}`);
+    // A write the database refused (locked, full, read-only) was not done: say so, and when to retry.
+    if (isUnavailable(err))
+      return c.json({ error: "database cannot be written, retry" }, 503, { "retry-after": "1" });
     return c.json({ error: "internal error" }, 500);
   });
   app.notFound((c) => c.json({ error: "not found" }, 404));
