@@ -2,7 +2,8 @@
 // chat workload sent straight to a trivial local upstream ("direct"), through
 // a bare node:http proxy (keep-alive agent, bodies piped: the floor of our
 // runtime) and through the gate of a real `stallguard serve` (SQLite file,
-// client key, every check and record). Each of the three is its own process.
+// client key, every check and record) from the bundle `npm start` runs (built
+// first). Each of the three is its own process.
 //
 //   npx tsx bench/gate-latency.ts [--duration 2] [--runs 3] [--connections 1,10,50] [--body-kb 4]
 //
@@ -11,7 +12,7 @@
 // percentiles have a 1 ms resolution), p50 and p99, the throughput ratio to
 // the bare proxy and the mean added over direct; medians over the runs. Then
 // the streaming time to first byte, from sequential requests, per target.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { createRequire } from "node:module";
@@ -217,6 +218,9 @@ async function gateOverhead(url: string): Promise<string> {
   return `${count} requests, mean ${((Number(sum) / Number(count)) * 1000).toFixed(3)} ms before the response head`;
 }
 
+// The bundle users run (dist/stallguard.mjs, which serve-child.ts prefers over the sources).
+const built = spawnSync(process.execPath, [join(HERE, "..", "deploy", "build.mjs")], { stdio: "inherit" });
+if (built.status !== 0) throw new Error("npm run build failed");
 const dir = mkdtempSync(join(tmpdir(), "sg-bench-gate-"));
 const procs: ChildProcess[] = [];
 try {

@@ -4,7 +4,7 @@
 // so neither the match nor its position (nor a length) leaks through timing.
 // The keys' digests are computed once per key list, the presented token's
 // once per request. The upstream key is added only after.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import { bearerToken } from "../server/security.ts";
 import { errorBody } from "./answers.ts";
 
@@ -14,7 +14,7 @@ export interface ClientKey {
   key: string;
 }
 
-const digest = (s: string) => createHash("sha256").update(s).digest();
+const digest = (s: string) => hash("sha256", s, "buffer");
 const digests = new WeakMap<readonly ClientKey[], Buffer[]>();
 
 /** The key a request presents, or null when it presents none or an unknown one. */

@@ -25,32 +25,37 @@ const DROP_REQUEST = new Set([
   "authorization",
   "cookie",
 ]);
-const NONE = new Set<string>();
+const NONE: ReadonlySet<string> = new Set<string>();
 const LENGTH = new Set(["content-length"]);
 
-/** The extra header names a Connection header marks hop-by-hop. */
-function connectionTokens(raw: readonly string[]): Set<string> {
+/**
+ * The headers that cross, in one pass: not hop-by-hop, not in `drop`, and
+ * (rare, so filtered only when present) not named by a Connection header.
+ */
+function crossing(raw: readonly string[], drop: ReadonlySet<string>): string[] {
+  const out: string[] = [];
   let listed: Set<string> | null = null;
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    if ((raw[i] as string).toLowerCase() !== "connection") continue;
-    listed ??= new Set();
-    for (const t of (raw[i + 1] as string).split(",")) {
-      const name = t.trim().toLowerCase();
-      if (name) listed.add(name);
-    }
+    const n = (raw[i] as string).toLowerCase();
+    const v = raw[i + 1] as string;
+    if (n === "connection") listed = connectionTokens(v, listed);
+    if (!HOP_BY_HOP.has(n) && !drop.has(n)) out.push(n, v);
   }
-  return listed ?? NONE;
+  if (listed === null || listed.size === 0) return out;
+  const kept: string[] = [];
+  for (let i = 0; i + 1 < out.length; i += 2)
+    if (!listed.has(out[i] as string)) kept.push(out[i] as string, out[i + 1] as string);
+  return kept;
 }
 
-/** The headers that cross: not hop-by-hop, not named by Connection, not in `drop`. */
-function crossing(raw: readonly string[], drop: ReadonlySet<string>): string[] {
-  const listed = connectionTokens(raw);
-  const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const n = (raw[i] as string).toLowerCase();
-    if (!HOP_BY_HOP.has(n) && !drop.has(n) && !listed.has(n)) out.push(n, raw[i + 1] as string);
+/** Adds the header names a Connection header value marks hop-by-hop. */
+function connectionTokens(value: string, into: Set<string> | null): Set<string> {
+  const listed = into ?? new Set<string>();
+  for (const t of value.split(",")) {
+    const name = t.trim().toLowerCase();
+    if (name && name !== "keep-alive" && name !== "close") listed.add(name);
   }
-  return out;
+  return listed;
 }
 
 /** The request's headers for the upstream, with its own key and, for a whole body, its length. */

@@ -14,6 +14,40 @@ const dec = new TextDecoder();
 const MAX_HELD = 4096;
 const WATCHED = new Set(["model", "stream", "stream_options"]);
 
+/** stringEnd's answers when the string runs past the chunk: its last byte left an escape open, or not. */
+const RAN_ON = -1;
+const RAN_ON_ESCAPED = -2;
+
+/**
+ * The index of the quote closing a string whose bytes start at `from`
+ * (`escaped`: the first byte is escaped), found with indexOf and the parity
+ * of the backslashes before each quote; RAN_ON(_ESCAPED) past the chunk.
+ */
+function stringEnd(chunk: Uint8Array, from: number, escaped: boolean): number {
+  let j = escaped ? from + 1 : from;
+  for (;;) {
+    const q = chunk.indexOf(QUOTE, j);
+    const stop = q < 0 ? chunk.length : q;
+    let k = stop - 1;
+    while (k >= j && chunk[k] === BACKSLASH) k--;
+    const odd = (stop - 1 - k) % 2 === 1;
+    if (q < 0) return odd ? RAN_ON_ESCAPED : RAN_ON;
+    if (!odd) return q;
+    j = q + 1;
+  }
+}
+
+/** A short string without escapes (keys, enum values), found byte by byte: cheaper than indexOf's call. */
+function shortStringEnd(chunk: Uint8Array, from: number): number | null {
+  const stop = Math.min(chunk.length, from + 48);
+  for (let j = from; j < stop; j++) {
+    const c = chunk[j];
+    if (c === QUOTE) return j;
+    if (c === BACKSLASH) return null;
+  }
+  return null;
+}
+
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
 type Phase = "start" | "key" | "colon" | "value" | "after" | "done" | "opaque";
@@ -58,31 +92,16 @@ export class BodyRewriter {
     };
     for (let i = 0; i < chunk.length; i++) {
       if (this.phase === "opaque" || this.phase === "done") break;
-      const b = chunk[i] as number;
       if (this.inString) {
-        // Fast path through long strings (the messages): jump to the next quote or backslash.
-        if (this.escaped) {
-          this.escaped = false;
-          continue;
+        // Straight to the string's closing quote (strings are most of a body: the messages).
+        const end = stringEnd(chunk, i, this.escaped);
+        if (this.key) this.keyBytes(chunk, i, end < 0 ? chunk.length : end);
+        if (end < 0) {
+          this.escaped = end === RAN_ON_ESCAPED;
+          break;
         }
-        if (b !== QUOTE && b !== BACKSLASH) {
-          const q = chunk.indexOf(QUOTE, i);
-          const s = chunk.indexOf(BACKSLASH, i);
-          const next = q < 0 ? s : s < 0 ? q : Math.min(q, s);
-          if (next < 0) {
-            if (this.key) this.keyBytes(chunk, i, chunk.length);
-            i = chunk.length;
-            break;
-          }
-          if (this.key) this.keyBytes(chunk, i, next);
-          i = next - 1;
-          continue;
-        }
-        if (b === BACKSLASH) {
-          this.escaped = true;
-          if (this.key) this.key.push(b);
-          continue;
-        }
+        this.escaped = false;
+        i = end;
         this.inString = false;
         if (this.key) {
           this.keyName = this.key.length <= 64 ? dec.decode(new Uint8Array(this.key)) : "";
@@ -94,6 +113,13 @@ export class BodyRewriter {
         }
         continue;
       }
+      if (this.depth >= 2) {
+        // Inside a top-level value (messages, tools): only its end matters.
+        const close = this.skipNested(chunk, i);
+        if (close < 0) break;
+        i = close;
+      }
+      const b = chunk[i] as number;
       if (b === QUOTE) {
         if (this.phase === "start") {
           this.phase = "opaque";
@@ -170,6 +196,37 @@ export class BodyRewriter {
     }
     emit(chunk.length);
     return out;
+  }
+
+  /**
+   * From `from` inside a value nested in the top level, the index of the
+   * bracket that closes it (back to the top level), or -1 when the chunk ends
+   * first. A tight loop: a body is mostly nested values.
+   */
+  private skipNested(chunk: Uint8Array, from: number): number {
+    let depth = this.depth;
+    for (let i = from; i < chunk.length; i++) {
+      const b = chunk[i] as number;
+      if (b === QUOTE) {
+        const end = shortStringEnd(chunk, i + 1) ?? stringEnd(chunk, i + 1, false);
+        if (end < 0) {
+          this.inString = true;
+          this.escaped = end === RAN_ON_ESCAPED;
+          this.depth = depth;
+          return -1;
+        }
+        i = end;
+      } else if (b === 0x7b || b === 0x5b) depth++;
+      else if (b === 0x7d || b === 0x5d) {
+        if (depth === 2) {
+          this.depth = depth;
+          return i;
+        }
+        depth--;
+      }
+    }
+    this.depth = depth;
+    return -1;
   }
 
   /** What is still held when the body ends (a truncated body: passed on as it came). */
