@@ -125,9 +125,9 @@ export class Store implements GateStore {
    */
   decide(identity: GateIdentity, now = this.now()): GateDecision {
     const sessionId = identity.sessionId;
-    if (!usableSessionId(sessionId)) return decideGate(this.facts, identity);
-    this.facts.learn({ ...identity, sessionId });
+    this.facts.learn(identity);
     const d = decideGate(this.facts, identity);
+    if (!usableSessionId(sessionId)) return d;
     this.gateWrites.learn(identity, sessionId, now);
     if (d.refused && d.scope !== null && d.refusedAt !== undefined)
       this.gateWrites.countRefusal(sessionId, d.scope, d.refusedAt, now);
@@ -142,15 +142,7 @@ export class Store implements GateStore {
 
   /** Takes one gate request record (counts, money, timings; never a body); written in the next batch. */
   recordRequest(r: RequestRecord): void {
-    if (r.session_id !== null)
-      this.facts.apply({
-        kind: "request",
-        sessionId: r.session_id,
-        agent: r.agent,
-        startedAt: r.started_at,
-        contextTokens: r.context_tokens,
-        refused: r.refused,
-      });
+    this.facts.observe(r);
     this.gateWrites.record(r);
   }
 

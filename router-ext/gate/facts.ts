@@ -10,8 +10,8 @@
 // the same shape into apply() calls, and call reload() after it reconnects
 // (a missed notification is then repaired by the full read).
 import type { RefusalScope, RefusalState } from "../api/schemas.ts";
-import type { GateFactsView, StoppedRefusal } from "../modes/gate-decision.ts";
-import type { GateIdentity } from "./store.ts";
+import { type GateFactsView, type StoppedRefusal, usableSessionId } from "../modes/gate-decision.ts";
+import type { GateIdentity, RequestRecord } from "./store.ts";
 
 /** One change to the facts, as a write makes it. */
 export type GateFactChange =
@@ -91,15 +91,28 @@ export class GateFacts implements GateFactsView {
   /**
    * The gate's own learning from a request's headers, by the store's rule: a
    * parent header files the session under the parent's root; otherwise a
-   * known session keeps its root and a new one is its own. Returns the root.
+   * known session keeps its root and a new one is its own.
    */
-  learn(identity: GateIdentity & { sessionId: string }): string {
+  learn(identity: GateIdentity): void {
     const s = identity.sessionId;
+    if (!usableSessionId(s)) return;
     const parent = identity.parent && identity.parent !== s ? identity.parent : null;
     const rootId =
       (parent === null ? undefined : (this.roots.get(parent) ?? parent)) ?? this.roots.get(s) ?? s;
     this.apply({ kind: "root", sessionId: s, rootId });
-    return rootId;
+  }
+
+  /** A request's record: its measured context (or the compaction that resets it). */
+  observe(r: RequestRecord): void {
+    if (r.session_id === null) return;
+    this.apply({
+      kind: "request",
+      sessionId: r.session_id,
+      agent: r.agent,
+      startedAt: r.started_at,
+      contextTokens: r.context_tokens,
+      refused: r.refused,
+    });
   }
 
   apply(change: GateFactChange): void {

@@ -2,7 +2,7 @@
 // gate on a free loopback port. Used by the gate's tests only.
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { decideGate, usableSessionId } from "../modes/gate-decision.ts";
+import { decideGate } from "../modes/gate-decision.ts";
 import { GateFacts } from "./facts.ts";
 import { gateFirstServer } from "./mount.ts";
 import { type GateOptions, gateProxy } from "./proxy.ts";
@@ -33,8 +33,7 @@ export class MemoryGateStore implements GateStore {
 
   decide(identity: GateIdentity): GateDecision {
     this.decisions.push(identity);
-    const id = identity.sessionId;
-    if (usableSessionId(id)) this.facts.learn({ ...identity, sessionId: id });
+    this.facts.learn(identity);
     return decideGate(this.facts, identity);
   }
 
@@ -45,15 +44,7 @@ export class MemoryGateStore implements GateStore {
 
   recordRequest(r: RequestRecord): void {
     this.records.push(r);
-    if (r.session_id !== null)
-      this.facts.apply({
-        kind: "request",
-        sessionId: r.session_id,
-        agent: r.agent,
-        startedAt: r.started_at,
-        contextTokens: r.context_tokens,
-        refused: r.refused,
-      });
+    this.facts.observe(r);
   }
 
   /** Records arrive when a response body ends, just after the client has read it. */

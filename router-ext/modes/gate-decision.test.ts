@@ -42,8 +42,8 @@ describe("decideGate", () => {
 
   it("refuses a stopped session on its own and a stopped tree for every session filed under it", () => {
     const f = new GateFacts();
-    f.learn({ ...who("child"), parent: "mid", sessionId: "child" });
-    f.learn({ ...who("mid"), parent: "top", sessionId: "mid" }); // bottom-up: child moves under top
+    f.learn(who("child", { parent: "mid" }));
+    f.learn(who("mid", { parent: "top" })); // bottom-up: child moves under top
     expect(f.rootOf("child")).toBe("top");
     stop(f, "tree", "top");
     const d = decideGate(f, who("child"));
@@ -66,7 +66,7 @@ describe("decideGate", () => {
 
   it("an unknown session with a parent header belongs to the parent's tree before anything is learnt", () => {
     const f = new GateFacts();
-    f.learn({ ...who("mid"), parent: "top", sessionId: "mid" });
+    f.learn(who("mid", { parent: "top" }));
     stop(f, "tree", "top");
     expect(decideGate(f, who("fresh", { parent: "mid" }))).toMatchObject({ refused: true, rootId: "top" });
     expect(decideGate(f, who("fresh2", { parent: "nobody" }))).toMatchObject({
@@ -115,7 +115,7 @@ describe("decideGate", () => {
   it("a reload replaces everything", () => {
     const f = new GateFacts();
     stop(f, "tree", "a");
-    f.learn({ ...who("b"), parent: "a", sessionId: "b" });
+    f.learn(who("b", { parent: "a" }));
     f.reload({
       refusals: [{ scope: "session", key: "c", by: "x", at: 5, reason: null }],
       roots: [{ sessionId: "d", rootId: "e" }],
