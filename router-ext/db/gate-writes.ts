@@ -3,7 +3,11 @@
 // refusal counted once per session and refusal, the request record and the
 // session's last-seen time. They gather in one batch, handed to the write
 // queue as a single write (one transaction); a repeated identity or touch
-// within a batch is written once, with its latest time.
+// within a batch is written once, with its latest time. An identity already
+// written in an earlier batch is not learnt again, and a session's last-seen
+// times move at most once a second (last_seen_at) and once in ten seconds
+// (plugin_seen_at, read against minutes): each such write updates a row and
+// an index, which cost a busy gate more than the request's own record.
 import type { RefusalScope } from "../api/schemas.ts";
 import type { GateIdentity, RequestRecord } from "../gate/store.ts";
 import type { ModesStore } from "../modes/store.ts";
@@ -11,15 +15,26 @@ import type { Tables } from "./open-tables.ts";
 import { isUnavailable, type WriteQueue } from "./write-queue.ts";
 
 interface Batch {
-  identities: Map<string, { identity: GateIdentity; sessionId: string; at: number }>;
+  identities: Map<string, { identity: GateIdentity; sessionId: string; key: string; at: number }>;
+  /** Sessions whose identity is written: only their plugin's last-seen time moves. */
+  plugins: Map<string, { version: string; at: number }>;
   refusals: Array<{ sessionId: string; scope: RefusalScope; refusedAt: number; at: number }>;
   records: RequestRecord[];
   /** Session -> latest request start. */
   touches: Map<string, number>;
 }
 
+/** At most this many sessions are remembered as written (then all are written once more). */
+const WRITTEN_MAX = 100_000;
+const TOUCH_EVERY_MS = 1000;
+const PLUGIN_SEEN_EVERY_MS = 10_000;
+
 export class GateWrites {
   private batch: Batch | null = null;
+  /** Session -> the identity last written for it, and when its last-seen times were last written. */
+  private readonly written = new Map<string, string>();
+  private readonly touched = new Map<string, number>();
+  private readonly pluginSeenAt = new Map<string, number>();
 
   constructor(
     private readonly t: Tables,
@@ -31,9 +46,23 @@ export class GateWrites {
   learn(identity: GateIdentity, sessionId: string, now: number): void {
     const key = `${sessionId}\u0000${identity.parent}\u0000${identity.agent}\u0000${identity.pluginVersion}`;
     const b = this.current();
+    if (this.written.get(sessionId) === key) {
+      if (identity.pluginVersion && now - (this.pluginSeenAt.get(sessionId) ?? 0) >= PLUGIN_SEEN_EVERY_MS) {
+        const p = b.plugins.get(sessionId);
+        b.plugins.set(sessionId, { version: identity.pluginVersion, at: Math.max(p?.at ?? 0, now) });
+      }
+      return;
+    }
     const seen = b.identities.get(key);
     if (seen) seen.at = Math.max(seen.at, now);
-    else b.identities.set(key, { identity, sessionId, at: now });
+    else b.identities.set(key, { identity, sessionId, key, at: now });
+  }
+
+  /** Forgets which identities are written (after a prune deleted sessions). */
+  forget(): void {
+    this.written.clear();
+    this.touched.clear();
+    this.pluginSeenAt.clear();
   }
 
   /** One refused request (the refusal counts once per session, its requests each). */
@@ -45,13 +74,20 @@ export class GateWrites {
   record(r: RequestRecord): void {
     const b = this.current();
     b.records.push(r);
-    if (r.session_id !== null)
-      b.touches.set(r.session_id, Math.max(b.touches.get(r.session_id) ?? 0, r.started_at));
+    const s = r.session_id;
+    if (s !== null && r.started_at - (this.touched.get(s) ?? Number.NEGATIVE_INFINITY) >= TOUCH_EVERY_MS)
+      b.touches.set(s, Math.max(b.touches.get(s) ?? 0, r.started_at));
   }
 
   private current(): Batch {
     if (this.batch) return this.batch;
-    const b: Batch = { identities: new Map(), refusals: [], records: [], touches: new Map() };
+    const b: Batch = {
+      identities: new Map(),
+      plugins: new Map(),
+      refusals: [],
+      records: [],
+      touches: new Map(),
+    };
     this.batch = b;
     this.writes.defer("gate batch", () => {
       if (this.batch === b) this.batch = null;
@@ -63,7 +99,7 @@ export class GateWrites {
   /** Runs inside the queue's transaction; a write the database refuses rolls the batch back for a retry. */
   private write(b: Batch): void {
     const t = this.t;
-    for (const { identity, sessionId, at } of b.identities.values())
+    for (const { identity, sessionId, key, at } of b.identities.values())
       this.each("gate identity", () => {
         const parent = identity.parent && identity.parent.length <= 200 ? identity.parent : null;
         const agent = identity.agent ? identity.agent.slice(0, 64) : null;
@@ -71,8 +107,11 @@ export class GateWrites {
           { session_id: sessionId, parent_id: parent, root_id: null, agent, source: "gate" },
           at,
         );
-        if (identity.pluginVersion) t.sessions.pluginSeen(sessionId, identity.pluginVersion.slice(0, 64), at);
+        if (identity.pluginVersion) this.pluginSeen(sessionId, identity.pluginVersion, at);
+        remember(this.written, sessionId, key);
       });
+    for (const [sessionId, p] of b.plugins)
+      this.each("plugin seen", () => this.pluginSeen(sessionId, p.version, p.at));
     for (const r of b.refusals)
       this.each("refusal count", () => this.modes.countRefusal(r.sessionId, r.scope, r.refusedAt, r.at));
     for (const r of b.records)
@@ -81,7 +120,15 @@ export class GateWrites {
         if (r.refused) t.counters.bump("refusals_total");
       });
     for (const [sessionId, at] of b.touches)
-      this.each("session touch", () => t.sessions.touch(sessionId, at));
+      this.each("session touch", () => {
+        t.sessions.touch(sessionId, at);
+        remember(this.touched, sessionId, at);
+      });
+  }
+
+  private pluginSeen(sessionId: string, version: string, at: number): void {
+    this.t.sessions.pluginSeen(sessionId, version.slice(0, 64), at);
+    remember(this.pluginSeenAt, sessionId, at);
   }
 
   /** One item of the batch: a bad one is dropped (counted, logged once), the rest still go. */
@@ -93,4 +140,10 @@ export class GateWrites {
       this.writes.drop(label, err);
     }
   }
+}
+
+/** Sets a bounded memo entry (all forgotten at the bound: each then written once more). */
+function remember<T>(memo: Map<string, T>, key: string, value: T): void {
+  if (memo.size >= WRITTEN_MAX) memo.clear();
+  memo.set(key, value);
 }

@@ -386,6 +386,7 @@ export class Store implements GateStore {
     });
     // Pruned sessions and requests leave the facts too: read them again.
     this.facts.reload(readGateFacts(this.db));
+    this.gateWrites.forget();
     return pruned;
   }
 
