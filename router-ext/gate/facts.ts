@@ -9,21 +9,15 @@
 // of the router on a shared PostgreSQL would turn LISTEN/NOTIFY payloads of
 // the same shape into apply() calls, and call reload() after it reconnects
 // (a missed notification is then repaired by the full read).
-import type { RefusalScope, RefusalState } from "../api/schemas.ts";
+import type { RefusalScope } from "../api/schemas.ts";
+import type { RefusalChange } from "../db/tables/refusals.ts";
 import { type GateFactsView, type StoppedRefusal, usableSessionId } from "../modes/gate-decision.ts";
 import type { GateIdentity, RequestRecord } from "./store.ts";
 
 /** One change to the facts, as a write makes it. */
 export type GateFactChange =
-  | {
-      kind: "refusal";
-      scope: RefusalScope;
-      key: string;
-      state: RefusalState;
-      by: string;
-      at: number;
-      reason: string | null;
-    }
+  /** A refusal set (stopped) or lifted (running), as the refusals table logs it. */
+  | ({ kind: "refusal" } & RefusalChange)
   /** The session is filed under rootId; sessions filed under the session move with it. */
   | { kind: "root"; sessionId: string; rootId: string }
   /** The tree's context cap; null removes it. */

@@ -33,12 +33,7 @@ export function relayResponse(
   const end = (error: RelayError | null, code: string | null = null) => {
     if (ended) return;
     ended = true;
-    from.off("data", onData);
-    from.off("end", onUpstreamEnd);
-    from.off("error", onUpstreamError);
-    from.off("close", onUpstreamClose);
-    to.off("close", onClientClose);
-    to.off("drain", onDrain);
+    listen("off");
     opts.onEnd({ error, bytes, code });
   };
   const send = (out: Uint8Array | null): boolean => {
@@ -47,34 +42,37 @@ export function relayResponse(
     bytes += out.byteLength;
     return to.write(out);
   };
-  const onData = (chunk: Buffer) => {
-    if (!send(scanner.chunk(chunk))) from.pause();
-  };
-  const onDrain = () => from.resume();
-  const onUpstreamEnd = () => {
-    send(scanner.end());
-    to.end();
-    end(null);
-  };
   const failed = (err: unknown) => {
     end(opts.idled() ? "idle_timeout" : "upstream_stream", opts.code(err));
     // The client must see a broken answer, not a short one that looks complete.
     to.destroy();
   };
-  const onUpstreamError = (err: Error) => failed(err);
-  const onUpstreamClose = () => {
-    if (!from.complete) failed(new Error("upstream closed the answer early"));
+  const upstream: Record<string, (arg: unknown) => void> = {
+    data: (chunk) => {
+      if (!send(scanner.chunk(chunk as Buffer))) from.pause();
+    },
+    end: () => {
+      send(scanner.end());
+      to.end();
+      end(null);
+    },
+    error: (err) => failed(err),
+    close: () => {
+      if (!from.complete) failed(new Error("upstream closed the answer early"));
+    },
   };
-  const onClientClose = () => {
-    if (to.writableFinished) return;
-    // The client went away: stop reading upstream (the upstream sees its socket close).
-    end("client_abort");
-    from.destroy();
+  const client: Record<string, () => void> = {
+    drain: () => from.resume(),
+    close: () => {
+      if (to.writableFinished) return;
+      // The client went away: stop reading upstream (the upstream sees its socket close).
+      end("client_abort");
+      from.destroy();
+    },
   };
-  from.on("data", onData);
-  from.on("end", onUpstreamEnd);
-  from.on("error", onUpstreamError);
-  from.on("close", onUpstreamClose);
-  to.on("close", onClientClose);
-  to.on("drain", onDrain);
+  const listen = (how: "on" | "off") => {
+    for (const [event, f] of Object.entries(upstream)) from[how](event, f);
+    for (const [event, f] of Object.entries(client)) to[how](event, f);
+  };
+  listen("on");
 }
