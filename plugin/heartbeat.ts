@@ -1,10 +1,16 @@
 // The heartbeat's session list: every judged session, most recently active
 // first, capped at the wire's 2,000 (the reporter cuts it into pieces under
-// the router's body limit). Counts and ids only.
+// the router's body limit). Counts, ids, the coarse top target, and the
+// title and folder opencode shows the user; nothing else of a session.
 import type { SessionForest } from "../shared/index.ts";
-import type { Heartbeat } from "../shared/wire.ts";
+import { type Heartbeat, toHeartbeatFigures } from "../shared/wire.ts";
+import type { SessionInfo } from "./session-info.ts";
 
-export function heartbeatSessions(forest: SessionForest, limit = 2000): Heartbeat["sessions"] {
+export function heartbeatSessions(
+  forest: SessionForest,
+  infoOf: (sessionId: string) => SessionInfo | undefined = () => undefined,
+  limit = 2000,
+): Heartbeat["sessions"] {
   return forest
     .ids()
     .map((id) => forest.get(id))
@@ -23,6 +29,8 @@ export function heartbeatSessions(forest: SessionForest, limit = 2000): Heartbea
         turns_since_landed: s.turnsSinceLanded,
         last_landed_at: s.lastLandedAt === null ? null : Math.max(0, Math.floor(s.lastLandedAt)),
         context_tokens: Math.max(0, Math.floor(s.contextTokens)),
+        ...toHeartbeatFigures(s),
+        ...infoOf(t.id),
       };
     });
 }

@@ -12,7 +12,11 @@ const PROBE_WAIT_SLACK_MS = 1000;
 /** The work-tree probe the settings ask for, or null (switched off, or no directory to probe). */
 export function workTreeProbe(settings: Settings, directory: string | undefined): WorktreeProbe | null {
   if (!settings.probe.enabled || !directory) return null;
-  return new WorktreeProbe({ directory, timeoutMs: settings.probe.timeoutMs });
+  return new WorktreeProbe({
+    directory,
+    timeoutMs: settings.probe.timeoutMs,
+    testPatterns: settings.policy.testPatterns,
+  });
 }
 
 export const StallguardPlugin: Plugin = async (input, options) => {

@@ -265,6 +265,44 @@ describe("Stallguard", () => {
     expect(s.stats().sessions).toBe(0);
   });
 
+  it("heartbeat: the session's current figures and what opencode shows of it (title, folder, start)", async () => {
+    const s = make({ env: {} });
+    s.event({
+      type: "session.created",
+      properties: {
+        info: {
+          id: "ses_f",
+          directory: `${dir}/proj`,
+          title: "fix\u0007 the\n\u202eparser",
+          time: { created: 1_796_226_296_158, updated: 1_796_226_296_158 },
+        },
+      },
+    });
+    // session.updated without a title keeps the one known.
+    s.event({ type: "session.updated", properties: { info: { id: "ses_f", agent: "build" } } });
+    await step(s, "ses_f", "build");
+    hookCall(s, "ses_f", "edit", { filePath: `${dir}/a.js` }, { diff: "--- a\n+++ b\n@@\n-x\n+y\n" });
+    for (let i = 0; i < 30; i++) {
+      await step(s, "ses_f", "build");
+      hookCall(s, "ses_f", "read", { filePath: `${dir}/b.js` }, {});
+    }
+    s.heartbeat();
+    await expect.poll(() => rx.messages.filter((m) => m.type === "heartbeat").length).toBe(1);
+    const hb = rx.messages.find((m) => m.type === "heartbeat");
+    const one = hb?.type === "heartbeat" ? hb.sessions.find((x) => x.session_id === "ses_f") : undefined;
+    expect(one).toMatchObject({
+      calls: 31,
+      landed: 1,
+      top_target: "read b.js",
+      top_target_count: 30,
+      title: "fix the parser",
+      directory: `${dir}/proj`,
+      created_at: 1_796_226_296_158,
+    });
+    expect(one?.last_landed_at).toBeGreaterThan(0);
+    expect(rx.invalid).toEqual([]);
+  });
+
   it("memory stays bounded by plugin.max_sessions", async () => {
     const { settings } = loadSettings({
       env: { STALLGUARD_URL: rx.url },

@@ -24,6 +24,7 @@ import { type ClientLike, OpencodeUi } from "./opencode-ui.ts";
 import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
 import { CallDedupe, callFromPart, toolPartHead } from "./sensor.ts";
+import { SessionInfos } from "./session-info.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";
 import { requestKind, usageOf, userTurnOf } from "./turns.ts";
@@ -50,6 +51,8 @@ export interface StallguardDeps {
   /** Longest a bash call's observation (and everything after it) waits for its probe. */
   probeWaitMs?: number;
   timer?: Timer;
+  /** The home folder, written ~ in the folders heartbeats carry (default os.homedir()). */
+  home?: string;
 }
 
 export type { ProbeLike } from "./probe-hooks.ts";
@@ -70,6 +73,8 @@ export class Stallguard {
   readonly forest: SessionForest;
   readonly identity: IdentityCache;
   readonly reporter: Reporter;
+  /** Title, folder and start of each session, for the heartbeat. */
+  readonly infos: SessionInfos;
   private readonly dedupe: CallDedupe;
   private readonly writes: WriteProbe;
   private readonly probes: ProbeHooks;
@@ -118,6 +123,7 @@ export class Stallguard {
       ...(deps.retryMs ? { retryMs: deps.retryMs } : {}),
       log: (level, code, message) => this.log(level, code, message),
     });
+    this.infos = new SessionInfos(s.maxSessions * 4, deps.home);
     this.dedupe = new CallDedupe(Math.max(1024, s.maxSessions * 8));
     this.writes = new WriteProbe(this.directory, 1024, deps.hashFile ?? hashFile);
     this.probes = new ProbeHooks(deps.probe ?? null, (err) => this.log("error", "probe_failed", String(err)));
@@ -277,13 +283,16 @@ export class Stallguard {
       case "session.updated": {
         const info = sessionInfoOf(props);
         if (!info) return;
+        this.infos.note(props);
         this.identity.setParent(info.id, info.parentId);
         if (info.agent) this.identity.setAgent(info.id, info.agent);
         return;
       }
       case "session.deleted": {
         const info = sessionInfoOf(props);
-        if (info) this.identity.forget(info.id);
+        if (!info) return;
+        this.identity.forget(info.id);
+        this.infos.forget(info.id);
         return;
       }
       default:
@@ -294,13 +303,16 @@ export class Stallguard {
   /** Sends the heartbeat and evicts sessions idle for longer than plugin.idle_evict. */
   heartbeat(): void {
     const now = this.now();
-    for (const id of this.forest.evictIdle(now - this.deps.settings.idleEvictMs)) this.identity.forget(id);
+    for (const id of this.forest.evictIdle(now - this.deps.settings.idleEvictMs)) {
+      this.identity.forget(id);
+      this.infos.forget(id);
+    }
     this.reporter.enqueue({
       type: "heartbeat",
       instance_id: this.instanceId,
       plugin_version: this.version.slice(0, 64) || "dev",
       at: Math.floor(now),
-      sessions: heartbeatSessions(this.forest),
+      sessions: heartbeatSessions(this.forest, (id) => this.infos.get(id)),
     });
   }
 

@@ -5,6 +5,7 @@
 // not exist yet is simply no overrides; one that cannot be read is logged.
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
+import type { Config } from "../shared/config.ts";
 import {
   type ConfigLayer,
   type LoadedConfig,
@@ -43,20 +44,27 @@ export interface RouterConfigOptions {
   log?: (line: string) => void;
 }
 
+/** The merged config, and the files' (and flags') own without the admin overrides. */
+export interface RouterConfig extends LoadedConfig {
+  /** What the operator wrote: credentials go only where this config points (watchdog/servers.ts authFor). */
+  fileConfig: Config;
+}
+
 /** Files, then the stored admin overrides; throws ConfigError for a bad file. */
-export function loadRouterConfig(opts: RouterConfigOptions = {}): LoadedConfig {
+export function loadRouterConfig(opts: RouterConfigOptions = {}): RouterConfig {
   const files = loadConfigLayers({ root: opts.root, configPath: opts.configPath, last: opts.last });
   const dbPath =
     opts.dbPath === undefined
       ? (files.config.server.db ?? defaultDbPath(opts.env ?? process.env))
       : opts.dbPath;
   const overrides = storedOverrides(dbPath, opts.log);
-  if (overrides.length === 0) return files;
-  return loadConfigLayers({
+  if (overrides.length === 0) return { ...files, fileConfig: files.config };
+  const merged = loadConfigLayers({
     root: opts.root,
     configPath: opts.configPath,
     last: opts.last,
     overrides,
     log: opts.log,
   });
+  return { ...merged, fileConfig: files.config };
 }

@@ -2,13 +2,21 @@
 // part (store, gate, write queue, rejections, breaker), so HELP/TYPE lines,
 // label escaping and non-finite values are handled the same way everywhere.
 
+import { plainText } from "./notify/channels/text.ts";
+
 export type MetricType = "gauge" | "counter" | "histogram";
 
 /** Labels, value and an optional name suffix (a histogram's _bucket, _sum, _count). */
 export type Sample = [labels: Record<string, string>, value: number, suffix?: string];
 
-function esc(v: string): string {
-  return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+/**
+ * A label value as the exposition format writes it: control, bidi and invisible
+ * characters removed first (the alerts' plainText: free text from reporters, a
+ * top target, reaches labels, and a raw CR, NUL or U+202E would forge or hide
+ * what a reader sees), then backslash, double quote and line feed escaped.
+ */
+export function labelValue(v: string): string {
+  return plainText(v).replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }
 
 /** HELP and TYPE lines, then one line per sample; a non-finite value is written as 0. */
@@ -16,7 +24,7 @@ export function metricLines(name: string, type: MetricType, help: string, sample
   const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
   for (const [labels, value, suffix = ""] of samples) {
     const l = Object.entries(labels)
-      .map(([k, v]) => `${k}="${esc(v)}"`)
+      .map(([k, v]) => `${k}="${labelValue(v)}"`)
       .join(",");
     lines.push(`${name}${suffix}${l ? `{${l}}` : ""} ${Number.isFinite(value) ? value : 0}`);
   }

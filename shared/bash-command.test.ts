@@ -52,6 +52,19 @@ describe("tokenize and segments", () => {
     ]);
     expect(mainSegment("cd x && export Y=1 && pytest -q")).toEqual(["pytest", "-q"]);
     expect(mainSegment("cd x")).toEqual(["cd", "x"]);
+  });
+
+  it("names the command that matters, not a sleep or a bare echo before it", () => {
+    expect(commandTarget("sleep 1 && cat src/mul.js")).toBe("cat src/mul.js");
+    expect(commandTarget('echo "== a ==" ; true && npm test 2>&1 | tail -5')).toBe("npm test");
+    expect(commandTarget("cd app && sleep 2 && curl -s localhost:3000")).toBe("curl -s");
+    // echo into a file writes: it is the work.
+    expect(commandTarget("echo x > notes.txt && cat notes.txt")).toBe("echo x");
+    // nothing but filler: the first of it.
+    expect(commandTarget("sleep 1 & wait")).toBe("sleep 1");
+    expect(commandTarget("echo all good; exit 3")).toBe("echo all");
+    expect(commandTarget("make; exit $?")).toBe("make");
+    expect(commandTarget("cd x")).toBe("cd x");
     expect(workSegments("cd /a && source .venv/bin/activate && pytest t.py")).toEqual([["pytest", "t.py"]]);
     expect(workSegments("cd /a")).toEqual([["cd", "/a"]]);
   });

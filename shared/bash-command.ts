@@ -101,27 +101,43 @@ export function tokenize(command: string): string[] {
   return out;
 }
 
-// One bash call asks for the segments of the same command up to five times
-// (work text, key, target, commit and test checks): the last few answers are
-// kept. Callers treat the result as read-only.
-const recentSegments: Array<[string, string[][]]> = [];
+// One bash call asks for the segments of the same command up to six times
+// (work text, key, target, commit, test and write checks): the last few
+// answers are kept. Callers treat the result as read-only.
+const recent: Array<[string, string[][][], string[][]]> = [];
+
+function split(command: string): [string[][][], string[][]] {
+  for (const [c, lines, segs] of recent) if (c === command) return [lines, segs];
+  const lines = splitPipelines(command);
+  const segs = lines.flat();
+  recent.unshift([command, lines, segs]);
+  if (recent.length > 4) recent.pop();
+  return [lines, segs];
+}
 
 /** The command split at separators into simple commands, env assignments and wrappers removed. */
 export function segments(command: string): string[][] {
-  for (const [c, segs] of recentSegments) if (c === command) return segs;
-  const segs = splitSegments(command);
-  recentSegments.unshift([command, segs]);
-  if (recentSegments.length > 4) recentSegments.pop();
-  return segs;
+  return split(command)[1];
 }
 
-function splitSegments(command: string): string[][] {
-  const segs: string[][] = [[]];
+/**
+ * The command as pipelines (`a | b` is one, `a && b` two), each a list of
+ * simple commands with env assignments and wrappers removed: what a stage
+ * writes comes from the stages before it in its pipeline.
+ */
+export function pipelines(command: string): string[][][] {
+  return split(command)[0];
+}
+
+function splitPipelines(command: string): string[][][] {
+  const out: string[][][] = [[[]]];
   for (const tok of tokenize(splitHeredocs(command).shell)) {
-    if (SEPARATORS.has(tok)) segs.push([]);
-    else (segs[segs.length - 1] as string[]).push(tok);
+    const line = out[out.length - 1] as string[][];
+    if (tok === "|" || tok === "|&") line.push([]);
+    else if (SEPARATORS.has(tok)) out.push([[]]);
+    else (line[line.length - 1] as string[]).push(tok);
   }
-  return segs.map(stripPrefixes).filter((s) => s.length > 0);
+  return out.map((line) => line.map(stripPrefixes).filter((s) => s.length > 0)).filter((l) => l.length > 0);
 }
 
 function stripPrefixes(words: string[]): string[] {
@@ -138,10 +154,43 @@ function stripPrefixes(words: string[]): string[] {
   return words.slice(i);
 }
 
-/** The simple command that does the work: the first that is not cd/export/source. */
+/**
+ * Programs that only wait, print a constant or end the shell: `sleep 1 && cat
+ * f` is about `cat f`. echo and printf count only when they write nowhere but
+ * the screen.
+ */
+const FILLER_PROGRAMS = new Set([
+  "sleep",
+  "true",
+  "false",
+  ":",
+  "wait",
+  "clear",
+  "echo",
+  "printf",
+  "exit",
+  "return",
+]);
+
+function isFiller(words: readonly string[]): boolean {
+  const program = words[0] as string;
+  if (!FILLER_PROGRAMS.has(program)) return false;
+  return !((program === "echo" || program === "printf") && words.some((w) => /^\d*>/.test(w)));
+}
+
+/**
+ * The simple command that does the work: the first that is neither set-up
+ * (cd, export, source) nor filler (sleep, true, a bare echo); else the first
+ * that is not set-up; else the first.
+ */
 export function mainSegment(command: string): string[] {
   const segs = segments(command);
-  return segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string)) ?? segs[0] ?? [];
+  return (
+    segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string) && !isFiller(s)) ??
+    segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string)) ??
+    segs[0] ??
+    []
+  );
 }
 
 const SECRET_TOKEN =
@@ -232,16 +281,24 @@ export function workSegments(command: string): string[][] {
 
 const COMMIT = /^git(\s+(-C|-c)\s+\S+|\s+--[\w-]+(=\S+)?)*\s+commit(\s|$)/;
 
+/** One simple command is `git commit` (including --amend). */
+export function isCommitSegment(words: readonly string[]): boolean {
+  return COMMIT.test(words.join(" "));
+}
+
 /** The command runs `git commit` (including --amend) in any of its segments. */
 export function isCommitCommand(command: string): boolean {
-  return segments(command).some((s) => COMMIT.test(s.join(" ")));
+  return segments(command).some(isCommitSegment);
 }
 
 /** The command runs a test or lint tool from the configured patterns in any segment. */
 export function isTestCommand(command: string, patterns: readonly RegExp[]): boolean {
-  return segments(command).some((s) => {
-    // A bounded prefix: what backtracking a pattern has left stays small (shared/regex-safety.ts).
-    const line = s.join(" ").slice(0, MATCH_CHARS);
-    return patterns.some((re) => re.test(line));
-  });
+  return segments(command).some((s) => isTestSegment(s, patterns));
+}
+
+/** One simple command runs a test or lint tool from the configured patterns. */
+export function isTestSegment(words: readonly string[], patterns: readonly RegExp[]): boolean {
+  // A bounded prefix: what backtracking a pattern has left stays small (shared/regex-safety.ts).
+  const line = words.join(" ").slice(0, MATCH_CHARS);
+  return patterns.some((re) => re.test(line));
 }

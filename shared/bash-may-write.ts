@@ -146,7 +146,11 @@ function nonFlagCount(words: readonly string[]): number {
 
 /** One simple command (words, prefixes and wrappers removed) is read-only. */
 function readOnly(words: readonly string[]): boolean {
-  if (writesOutput(words)) return false;
+  return !writesOutput(words) && programReadOnly(words);
+}
+
+/** The program of one simple command only looks (its redirections aside). */
+export function programReadOnly(words: readonly string[]): boolean {
   const program = programOf(words);
   if (GIT_READ_ONLY.has(program)) return !words.some((w) => w.startsWith("--output"));
   if (!READ_ONLY.has(program)) return false;

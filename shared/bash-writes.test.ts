@@ -15,8 +15,9 @@ describe("bashWrites: the ways agents edit through bash", () => {
     ["cat > notes.md <<EOF\nhello\nEOF", ["notes.md"]],
     ["echo 'x = 1' >> settings.py", ["settings.py"]],
     ["printf 'a\\n' >out.txt", ["out.txt"]],
-    ["make 1> build.log", ["build.log"]],
-    ["npm test &> test.log", ["test.log"]],
+    ["cat <<'EOF' | tee src/x.js\nexport const x = 1;\nEOF", ["src/x.js"]],
+    ["sort names.txt > sorted.txt", ["sorted.txt"]],
+    [": > empty.txt", ["empty.txt"]],
     ["echo hi | tee -a log.txt", ["log.txt"]],
     ["cp src/a.py src/b.py", ["src/b.py"]],
     ["mv -f old.py new.py", ["new.py"]],
@@ -47,6 +48,15 @@ describe("bashWrites: the ways agents edit through bash", () => {
     "cp only-one-arg",
     "echo x > /etc/hosts",
     "cat <<EOF\nline with > inside\nEOF",
+    // what a run prints is its output, not an edit
+    "make 1> build.log",
+    "npm test &> test.log",
+    "npm test > out.txt",
+    "python repro.py 2>&1 | tee out.txt",
+    "pytest -q | grep FAIL > failures.txt",
+    // run-output paths are never edits, whoever writes them
+    "echo x > debug.log",
+    "cp report.xml junit.xml",
   ])("does not write the work tree: %s", (command) => {
     expect(bashWrites(command, DIR)).toEqual([]);
   });

@@ -3,8 +3,13 @@
 // tool: `sed -i`, `cat <<EOF > f`, `tee`, `>`/`>>`, a python script that opens
 // a file for writing, `git apply`, `patch`, `cp`/`mv` onto a file. Writes
 // outside the work tree (/tmp, /dev, the home directory) are not changes to it.
-import { segments, splitHeredocs } from "./bash-command.ts";
+// What a run prints is its output, not an edit: `npm test > out.txt` and
+// `python repro.py | tee log.txt` write run output, `echo x > f` and
+// `cat <<EOF | tee f` write content the agent gave; and a run-output path
+// (shared/run-output.ts) is never an edit, whoever writes it.
+import { pipelines, splitHeredocs } from "./bash-command.ts";
 import { hasInPlaceFlag, programOf } from "./bash-key.ts";
+import { isRunOutput } from "./run-output.ts";
 
 const OUTPUT_REDIRECT = /^(\d*|&)?(>>?|>\|)(.*)$/;
 const SCRIPT_WRITES =
@@ -88,17 +93,83 @@ function programTargets(words: readonly string[], bodies: readonly string[]): st
 }
 
 /**
- * The work-tree files a bash command writes (as written in the command, or
- * `(patch)` / `(script)` when the command does not name them). Empty when it
- * cannot tell that the command writes anything.
+ * Programs whose printed text is what the agent gave them (a literal, a
+ * here-document, a file, a filter of one): their redirected output is an
+ * edit. Every other program runs something, and what it prints is its output.
  */
-export function bashWrites(command: string, directory?: string | null): string[] {
+const AUTHORS = new Set([
+  "view",
+  "echo",
+  "printf",
+  "tee",
+  "awk",
+  "gawk",
+  "mawk",
+  "sort",
+  "uniq",
+  "cut",
+  "tr",
+  "paste",
+  "jq",
+  "yq",
+  "envsubst",
+  "base64",
+  "column",
+  "fold",
+  "rev",
+  "tac",
+  "grep",
+  "egrep",
+  "fgrep",
+  "diff",
+  "git diff",
+  "git show",
+  ":",
+  "true",
+]);
+
+/** The stage prints text the agent authored (a bare `> f` truncates: also authored). */
+function authors(words: readonly string[]): boolean {
+  return OUTPUT_REDIRECT.test(words[0] ?? "") || AUTHORS.has(programOf(words));
+}
+
+export interface BashWriteParts {
+  /** Work-tree files the command edits, as written, or `(patch)` / `(script)` when it does not name them. */
+  edits: string[];
+  /** Work-tree files that get a run's output (a run's redirect, a tee after a run, a run-output path). */
+  outputs: string[];
+}
+
+/** The work-tree files a bash command writes, split into edits and run output. */
+export function bashWriteParts(command: string, directory?: string | null): BashWriteParts {
   const bodies = splitHeredocs(command).bodies;
-  const out = new Set<string>();
-  for (const words of segments(command)) {
-    for (const t of [...redirectTargets(words), ...programTargets(words, bodies)]) {
-      if (t.startsWith("(") || insideWorkTree(t, directory)) out.add(t);
+  const edits = new Set<string>();
+  const outputs = new Set<string>();
+  const add = (t: string, edit: boolean) => {
+    if (t.startsWith("(")) edits.add(t);
+    else if (!insideWorkTree(t, directory)) return;
+    else if (edit && !isRunOutput(t)) edits.add(t);
+    else outputs.add(t);
+  };
+  for (const line of pipelines(command)) {
+    let fedByRun = false;
+    for (const words of line) {
+      const authored = !fedByRun && authors(words);
+      for (const t of redirectTargets(words)) add(t, authored);
+      const own = programTargets(words, bodies);
+      // tee writes what the stages before it printed.
+      for (const t of own) add(t, programOf(words) === "tee" ? authored : true);
+      if (!authors(words)) fedByRun = true;
     }
   }
-  return [...out];
+  return { edits: [...edits], outputs: [...outputs] };
+}
+
+/**
+ * The work-tree files a bash command edits (as written in the command, or
+ * `(patch)` / `(script)` when the command does not name them). Empty when it
+ * cannot tell that the command edits anything.
+ */
+export function bashWrites(command: string, directory?: string | null): string[] {
+  return bashWriteParts(command, directory).edits;
 }

@@ -238,8 +238,21 @@ const watchdogSchema = z.strictObject({
     .array(z.string().regex(/^[a-z0-9_-]{1,64}$/))
     .nullable()
     .default(null),
-  /** opencode server URLs to watch besides those in rc-servers.json. */
+  /** opencode server URLs to watch besides those in rc-servers.json (remote or other users' instances). */
   servers: z.array(z.url({ protocol: /^https?$/ })).default([]),
+  /** opencode's own database, read-only: every local session (TUI, run, serve) without a server. */
+  opencode_db: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** null: where opencode keeps it ($OPENCODE_DB, else $XDG_DATA_HOME/opencode/opencode.db). */
+      path: z
+        .string()
+        .max(4096)
+        .regex(/^\/[^\0]*$/, "must be an absolute path")
+        .nullable()
+        .default(null),
+    })
+    .prefault({}),
   /** Per-request timeout against opencode and the local model. */
   timeout: duration.prefault("5s"),
   /** Sessions updated within this long before a tick are checked on the first tick. */
@@ -269,6 +282,11 @@ const serverSchema = z.strictObject({
   upstream_api_key_env: envName.nullable().default(null),
   /** Cap on a /progress body. */
   max_progress_bytes: z.number().int().min(1024).default(65_536),
+  /**
+   * Per-session series on /metrics (session ids, agents, top targets) without the
+   * admin token. Off: only a scrape with the admin token gets them.
+   */
+  public_session_metrics: z.boolean().default(false),
   /** Cap on a proxied request body. */
   max_proxy_bytes: z
     .number()

@@ -271,3 +271,45 @@ describe("flip-flop: changes that undo or repeat an earlier change", () => {
     expect(d.events.filter((e) => e.reverted)).toHaveLength(0);
   });
 });
+
+describe("landed: the live probe's answer for a bash call", () => {
+  const probed = (d: Driver, command: string, before: string, after: string, changed: string[]) =>
+    d.raw("bash", { command, description: "x" }, { exit: 0, output: "", truncated: false }, "completed", {
+      worktree: { before, after, changed },
+    });
+
+  it("a new project state lands, an earlier one is a revert, no change is nothing", () => {
+    const d = new Driver();
+    expect(probed(d, "sh bump.sh 2", "s0", "s1", ["p1"]).landed).toBe(true);
+    expect(probed(d, "sh check.sh", "s1", "s1", []).landed).toBe(false);
+    const back = probed(d, "sh bump.sh 1", "s1", "s0", ["p1"]);
+    expect([back.landed, back.reverted]).toEqual([false, true]);
+  });
+
+  it("a rerun that only rewrote what the same command changed last time is no progress; a commit always is", () => {
+    const d = new Driver();
+    expect(probed(d, "sh gen.sh", "s0", "s1", ["result"]).landed).toBe(true);
+    expect(probed(d, "sh gen.sh", "s1", "s2", ["result"]).landed).toBe(false);
+    // The same command writing a new file as well is new progress.
+    expect(probed(d, "sh gen.sh", "s2", "s3", ["result", "other"]).landed).toBe(true);
+    // An authoring command rerun is a revert, as replay judges the same command again.
+    expect(probed(d, "echo x >> notes.md", "s3", "s4", ["notes"]).landed).toBe(true);
+    expect(probed(d, "echo x >> notes.md", "s4", "s5", ["notes"]).reverted).toBe(true);
+    const commit = "git commit -qam wip";
+    expect(probed(d, commit, "s5", "s6", ["HEAD"]).landed).toBe(true);
+    expect(probed(d, commit, "s6", "s7", ["HEAD"]).landed).toBe(true);
+  });
+
+  it("a test command's pass after a fail lands even when the probe saw nothing change", () => {
+    const d = new Driver();
+    expect(d.bash("npm test", 1).landed).toBe(false);
+    expect(probed(d, "npm test", "s0", "s0", []).landed).toBe(true);
+  });
+
+  it("without the probe, an edit beside a test run lands on exit 0 (replay reads the edit from the text)", () => {
+    const d = new Driver();
+    expect(d.bash("sed -i s/a/b/ src/x.py && npm test > out.txt", 0).landed).toBe(true);
+    expect(d.bash("npm test > out.txt", 0).landed).toBe(false);
+    expect(d.bash("python repro.py > result.txt", 0).landed).toBe(false);
+  });
+});

@@ -3,7 +3,7 @@
 // progress. Bounded: every map is capped.
 import { BoundedMap } from "./bounded-map.ts";
 import { writeChange } from "./change.ts";
-import type { ToolCall } from "./types.ts";
+import type { ToolCall, WorktreeAnswer } from "./types.ts";
 
 export interface Landing {
   landed: boolean;
@@ -23,6 +23,8 @@ export class LandingJudge {
   private readonly treeStates = new BoundedMap<string, true>(512);
   private readonly testFailed = new BoundedMap<string, boolean>(256);
   private readonly writeContent = new BoundedMap<string, string>(256);
+  /** Per command (fingerprint), the paths its last run changed in the project. */
+  private readonly runChanges = new BoundedMap<string, readonly string[]>(256);
 
   decide(call: ToolCall): Landing {
     if (call.effect === "test") {
@@ -31,10 +33,11 @@ export class LandingJudge {
       this.testFailed.set(call.fp, call.failed);
       if (!call.failed && failedBefore) return LANDED;
     }
-    if (call.worktree) return this.decideTree(call.worktree);
+    if (call.worktree) return this.decideTree(call, call.worktree);
     if (call.failed) return NO;
     if (call.effect === "commit") return LANDED;
-    if (call.effect !== "change") return NO;
+    // An edit, a write, or a bash command that edits by its text (also beside a test run).
+    if (!call.change && !call.write) return NO;
     let change = call.change;
     if (call.write) {
       const w = call.write;
@@ -54,13 +57,21 @@ export class LandingJudge {
   }
 
   /**
-   * The live probe's answer for a bash call: the work tree changed and is in
-   * a state this session has not seen before. Coming back to an earlier state
-   * (an edit undone, a file deleted again) is a revert, not progress.
+   * The live probe's answer for a bash call: the project changed and is in a
+   * state this session has not seen before. Coming back to an earlier state
+   * (an edit undone, a file deleted again) is a revert, not progress; so is a
+   * rerun that only rewrote the files the same command changed last time (a
+   * script's output with new timings), as replay judges the same command.
    */
-  private decideTree(tree: { before: string; after: string }): Landing {
+  private decideTree(call: ToolCall, tree: WorktreeAnswer): Landing {
     this.treeStates.set(tree.before, true);
     if (tree.after === tree.before) return NO;
+    const changed = tree.changed ?? [];
+    if (changed.length > 0 && !changed.includes("HEAD")) {
+      const last = this.runChanges.get(call.fp);
+      this.runChanges.set(call.fp, changed);
+      if (last && changed.every((p) => last.includes(p))) return call.change ? REVERTED : NO;
+    }
     if (this.treeStates.has(tree.after)) return REVERTED;
     this.treeStates.set(tree.after, true);
     return LANDED;

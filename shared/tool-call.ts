@@ -11,7 +11,7 @@ import { sha256, shortHash } from "./hash.ts";
 import { outcomeHash } from "./outcome.ts";
 import { slugAgent } from "./policy.ts";
 import { num, obj, type Rec, str } from "./read.ts";
-import type { Effect, ToolCall } from "./types.ts";
+import type { Effect, ToolCall, WorktreeAnswer } from "./types.ts";
 
 export interface CallContext {
   sessionId: string;
@@ -23,8 +23,8 @@ export interface CallContext {
   testPatterns: readonly RegExp[];
   /** For write: the content hash of the file before the call, when the sensor read it (null: absent). */
   writePrior?: string | null;
-  /** For bash: the work-tree fingerprint before and after the call, when the live sensor probed it. */
-  worktree?: { before: string; after: string } | null;
+  /** For bash: what the live sensor's work-tree probe says the call changed, when it probed. */
+  worktree?: WorktreeAnswer | null;
 }
 
 /**
@@ -203,18 +203,15 @@ function effectOf(
     const command = str(args.command) ?? "";
     if (exit === 0 && isCommitCommand(command))
       return { effect: "commit" as Effect, change: null, write: null };
-    if (isTestCommand(command, ctx.testPatterns))
-      return { effect: "test" as Effect, change: null, write: null };
-    // Without a work-tree probe, a command that writes a work-tree file and
-    // exits 0 is a change; the same command again changes nothing new.
-    if (exit === 0 && !ctx.worktree && bashWrites(command, ctx.directory).length > 0) {
-      const fwd = sha256(`bash-write\u0000${command}`);
-      return {
-        effect: "change" as Effect,
-        change: { fwd, rev: sha256(`bash-unwrite\u0000${command}`) },
-        write: null,
-      };
-    }
+    // A command that edits a work-tree file by its text (shared/bash-writes.ts)
+    // and exits 0 is a change; the same command again changes nothing new.
+    // The live probe, when it answers, judges by the tree instead (landing.ts).
+    const change =
+      exit === 0 && bashWrites(command, ctx.directory).length > 0
+        ? { fwd: sha256(`bash-write\u0000${command}`), rev: sha256(`bash-unwrite\u0000${command}`) }
+        : null;
+    if (isTestCommand(command, ctx.testPatterns)) return { effect: "test" as Effect, change, write: null };
+    if (change) return { effect: "change" as Effect, change, write: null };
   }
   return { effect: "none" as Effect, change: null, write: null };
 }

@@ -37,9 +37,20 @@ export interface ToolCall {
    * answer is strong loop evidence, with a changing answer (polling) weak.
    */
   outcome: string | null;
-  /** The work-tree fingerprint before and after a bash call, when the live sensor probed it. */
-  worktree: { before: string; after: string } | null;
+  /**
+   * The project state before and after a bash call, when the live sensor
+   * probed it (plugin/tree-ledger.ts), and hashes of the paths the call
+   * changed ("HEAD": it made a commit).
+   */
+  worktree: WorktreeAnswer | null;
   time: number;
+}
+
+/** What the live probe says a bash call changed in the project (nothing of the tree but hashes). */
+export interface WorktreeAnswer {
+  before: string;
+  after: string;
+  changed?: readonly string[];
 }
 
 /** A ToolCall after the tracker decided whether it landed. */

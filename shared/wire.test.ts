@@ -4,7 +4,13 @@ import { SessionForest, type VerdictChange } from "./forest.ts";
 import { incidentReport } from "./incident-report.ts";
 import { policyFromConfig } from "./policy.ts";
 import { toToolCall } from "./tool-call.ts";
-import { parseProgressBody, toTransition, toWireSignals, transitionId } from "./wire.ts";
+import {
+  parseProgressBody,
+  progressResponseSchema,
+  toTransition,
+  toWireSignals,
+  transitionId,
+} from "./wire.ts";
 
 const policy = policyFromConfig(configSchema.parse({}));
 
@@ -224,5 +230,15 @@ describe("wire: rejections name the path", () => {
     const extra = parseProgressBody([tick, { ...tick, extra: 1 }]);
     expect(!extra.ok && extra.errors).toEqual(["[1].extra: unknown field"]);
     expect(parseProgressBody([]).ok).toBe(true);
+  });
+
+  it("a tick may say what it made of opencode.db; the answer may name sessions left to their plugin", () => {
+    const tick = { type: "watchdog_tick", at: 2, servers: 0, sessions: 3, flagged: 0, blind: false };
+    expect(parseProgressBody({ ...tick, db: "read" }).ok).toBe(true);
+    const odd = parseProgressBody({ ...tick, db: "maybe" });
+    expect(!odd.ok && odd.errors[0]).toMatch(/^db: /);
+    const answer = { accepted: 1, duplicates: 0, directives: [] };
+    expect(progressResponseSchema.parse({ ...answer, covered: ["ses_a"] }).covered).toEqual(["ses_a"]);
+    expect(progressResponseSchema.safeParse({ ...answer, covered: ["bad id!"] }).success).toBe(false);
   });
 });

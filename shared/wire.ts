@@ -3,6 +3,7 @@
 // a malformed value is a 400 with its path, never a silent drop. Only ids,
 // verdicts, counts, hashes and coarse targets travel; never content.
 import { z } from "zod";
+import { DISPLAY_TEXT_PATTERN } from "./display-text.ts";
 import type { VerdictChange } from "./forest.ts";
 import { FLAG_REASONS } from "./incident-report.ts";
 import { issuePath as pathOf } from "./issue-path.ts";
@@ -19,10 +20,17 @@ export const idSchema = z
   .string()
   .regex(ID_PATTERN, "an id is 1-200 of A-Z a-z 0-9 _ . : - (opencode's id charset)");
 const id = idSchema;
+/**
+ * An agent as every way in names it (the wire, the gate's x-router-agent
+ * header): the slug shared/policy.ts slugAgent makes, so a name cannot carry
+ * markup, control or bidi characters into a page, an alert or a metric label.
+ */
+export const AGENT_PATTERN = /^[a-z0-9_-]{1,64}$/;
+export const agentSchema = z.string().regex(AGENT_PATTERN, "slug: lowercase [a-z0-9_-], at most 64");
+const agent = agentSchema;
 const verdict = z.enum(["ok", "stalling", "looping"]);
 const reason = z.enum(FLAG_REASONS);
 const count = z.number().int().min(0).max(1e12);
-const agent = z.string().regex(/^[a-z0-9_-]{1,64}$/, "slug: lowercase [a-z0-9_-], at most 64");
 const target = z.string().max(300);
 const version = z.string().min(1).max(64);
 
@@ -101,6 +109,14 @@ export const transitionSchema = z.strictObject({
 });
 export type Transition = z.infer<typeof transitionSchema>;
 
+/** Text opencode shows the user about a session (its title, its folder): cleaned by shared/display-text.ts. */
+const displayText = (max: number) =>
+  z.string().max(max).regex(DISPLAY_TEXT_PATTERN, "no control, bidi or zero-width characters");
+
+/** The caps on a session's title and folder on the wire. */
+export const TITLE_MAX = 200;
+export const DIRECTORY_MAX = 300;
+
 export const heartbeatSessionSchema = z.strictObject({
   session_id: id,
   parent_id: id.nullable(),
@@ -111,7 +127,20 @@ export const heartbeatSessionSchema = z.strictObject({
   turns_since_landed: count,
   last_landed_at: z.number().int().min(0).nullable(),
   context_tokens: count,
+  // The session's current figures, so the readout keeps up after a transition.
+  // Optional: a plugin from before they were added is still accepted.
+  calls: count.optional(),
+  landed: count.optional(),
+  usd_since_landed: z.number().min(0).max(1e9).optional(),
+  /** The most repeated call in the window now ("tool target"), as a transition names it. */
+  top_target: target.nullable().optional(),
+  top_target_count: count.optional(),
+  /** What opencode shows the user: the session's title, its folder (home as ~) and when it was created. */
+  title: displayText(TITLE_MAX).nullable().optional(),
+  directory: displayText(DIRECTORY_MAX).nullable().optional(),
+  created_at: z.number().int().min(0).nullable().optional(),
 });
+export type HeartbeatSession = z.infer<typeof heartbeatSessionSchema>;
 
 export const heartbeatSchema = z.strictObject({
   type: z.literal("heartbeat"),
@@ -129,8 +158,14 @@ export const watchdogTickSchema = z.strictObject({
   servers: count,
   sessions: count,
   flagged: count,
-  /** True when no opencode server answered: the watchdog saw nothing. */
+  /**
+   * True when the tick could read no source although one was there (opencode's database
+   * unreadable, a server answering in a shape it does not know). From watchdogs without `db`:
+   * true also when no server answered, which says nothing runs (servers 0), not blindness.
+   */
   blind: z.boolean(),
+  /** What the tick made of opencode's database; absent from watchdogs older than that source. */
+  db: z.enum(["off", "missing", "read", "unreadable", "unexpected_shape"]).optional(),
 });
 export type WatchdogTick = z.infer<typeof watchdogTickSchema>;
 
@@ -184,6 +219,11 @@ export const progressResponseSchema = z.strictObject({
   duplicates: count,
   directives: z.array(directiveSchema).max(50).default([]),
   toasts: z.array(toastRequestSchema).max(20).optional(),
+  /**
+   * Sessions whose watchdog transition was not stored because their plugin reports them
+   * (one judge per session). Sent only when there is one: only the watchdog gets it.
+   */
+  covered: z.array(id).max(100).optional(),
 });
 export type ProgressResponse = z.infer<typeof progressResponseSchema>;
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;
@@ -262,6 +302,20 @@ export function toWireEvidence(s: Signals): WireEvidence {
     cycle: s.cycle
       ? { target: repeatText(s.cycle), period: s.cycle.period, reps: clampCount(s.cycle.reps) }
       : null,
+  };
+}
+
+/** The current figures a heartbeat carries for a session (counts and the coarse top target only). */
+export function toHeartbeatFigures(
+  s: Signals,
+): Pick<HeartbeatSession, "calls" | "landed" | "usd_since_landed" | "top_target" | "top_target_count"> {
+  const top = s.topRepeat;
+  return {
+    calls: clampCount(s.calls),
+    landed: clampCount(s.landed),
+    usd_since_landed: round(Math.min(1e9, Math.max(0, s.usdSinceLanded)), 6),
+    top_target: top ? repeatText(top) : null,
+    top_target_count: top ? clampCount(top.count) : 0,
   };
 }
 

@@ -22,7 +22,7 @@ th, td { text-align: left; vertical-align: top; padding: .2em .45em; border-bott
 thead th { font-weight: 600; color: var(--dim); white-space: nowrap; }
 tr.tree-head th { background: var(--head); font-weight: 400; }
 .tree-id { font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.sid, td.target { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
 td.desc { color: var(--dim); max-width: 40em; }
 td.target { word-break: normal; overflow-wrap: anywhere; min-width: 10em; }
@@ -43,6 +43,15 @@ pre { margin: .2em 0; white-space: pre-wrap; font: 12px/1.4 ui-monospace, monosp
 .v-stalling { color: var(--stall); }
 .v-looping { color: var(--loop); }
 .state.running { color: var(--ok); }
+.state.ended { color: var(--dim); font-weight: 600; }
+#sessions-table td.sid .title { font: 12px/1.3 system-ui, sans-serif; color: var(--dim); max-width: 32em;
+  overflow: hidden; text-overflow: ellipsis; }
+.about { margin: .1em 0 .5em; }
+.about [data-about=title] { font-weight: 600; }
+.about [data-about=folder] { font-family: ui-monospace, monospace; font-size: 12px; }
+table.facts td[data-fact="top target"] { white-space: normal; overflow-wrap: anywhere;
+  font-family: ui-monospace, monospace; font-size: 12px; }
+.mark-note { font-style: italic; }
 .state.refused { font-weight: 600; }
 td.dead { color: var(--dim); }
 tr.failed td { background: color-mix(in srgb, var(--loop) 8%, transparent); }

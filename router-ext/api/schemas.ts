@@ -60,6 +60,18 @@ export const sessionViewSchema = z.object({
   cannot_act: z.nullable(z.string()),
   /** An admin's "false alarm" or "confirmed loop", or null. */
   mark: z.optional(z.nullable(markViewSchema)),
+  /** The reporter's current tool calls and landed changes (null: no plugin sent them). */
+  calls: z.optional(z.nullable(z.number())),
+  landed: z.optional(z.nullable(z.number())),
+  /** What opencode shows the user: the title, the folder (home as ~), when it was created. */
+  title: z.optional(z.nullable(z.string())),
+  directory: z.optional(z.nullable(z.string())),
+  created_at: z.optional(z.nullable(z.number())),
+  /**
+   * Nothing heard of the session (no heartbeat, request or report) for three
+   * heartbeat periods: its opencode is gone, or its plugin stopped tracking it.
+   */
+  ended: z.optional(z.boolean()),
 });
 export type SessionView = z.infer<typeof sessionViewSchema>;
 export type SessionSource = SessionView["source"];
@@ -100,6 +112,8 @@ export const watchdogTickViewSchema = z.object({
   sessions: z.number(),
   flagged: z.number(),
   blind: z.boolean(),
+  /** What the tick made of opencode's database; null from watchdogs older than that source. */
+  db: z.nullable(z.string()),
 });
 export type WatchdogTickView = z.infer<typeof watchdogTickViewSchema>;
 
@@ -117,6 +131,10 @@ export const healthSchema = z.object({
       flagged: z.number(),
       /** opencode servers that answered the tick: blind with 0 is nothing running, not blindness. */
       servers: z.optional(z.number()),
+      /** Sessions the tick judged. */
+      sessions: z.optional(z.number()),
+      /** What the tick made of opencode's database (read, missing, off, unreadable, unexpected_shape). */
+      db: z.optional(z.nullable(z.string())),
     }),
   ),
   /** Plugin instances with a heartbeat within three heartbeat intervals. */
@@ -291,7 +309,20 @@ export type BreakerTripView = z.infer<typeof breakerTripSchema>;
 
 // The answers, whole. The server types each answer `satisfies` its schema; the page
 // parses the rows one by one (parseRows), so one bad row does not blank a table.
-export const sessionsResponseSchema = z.object({ sessions: z.array(sessionViewSchema) });
+/**
+ * GET /api/sessions: every flagged, refused or marked session first (on every
+ * page), then a page of the others, most recently seen first. truncated: some
+ * sessions are not in this answer (next_offset asks for the next page of others).
+ */
+export const sessionsResponseSchema = z.object({
+  sessions: z.array(sessionViewSchema),
+  total: z.number(),
+  attention: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  truncated: z.boolean(),
+  next_offset: z.nullable(z.number()),
+});
 export type SessionsResponse = z.infer<typeof sessionsResponseSchema>;
 export const eventsResponseSchema = z.object({ events: z.array(eventViewSchema) });
 export type EventsResponse = z.infer<typeof eventsResponseSchema>;

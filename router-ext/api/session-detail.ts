@@ -109,6 +109,8 @@ export const markResponseSchema = z.object({
   mark: z.nullable(markViewSchema),
   /** Refusals lifted ("tree ses_x", "session ses_y"); a false alarm lifts every one in the tree. */
   lifted: z.array(z.string()),
+  /** Why nothing was lifted (a session never flagged, nothing refused), or null. */
+  note: z.optional(z.nullable(z.string())),
 });
 export type MarkResponse = z.infer<typeof markResponseSchema>;
 

@@ -10,7 +10,7 @@ import {
 } from "../timeline/draw.ts";
 import { escapeMarkup, toSvgText } from "../timeline/svg.ts";
 import type { Labels } from "./labels.ts";
-import { sweepLine, thresholdsText, topTargetText } from "./render.ts";
+import { proposalLines, sweepLine, thresholdsText, topTargetText } from "./render.ts";
 import type { SweepResult } from "./sweep.ts";
 
 /** HTML-escapes and turns every non-ASCII character into a character reference. */
@@ -75,16 +75,16 @@ function sweepHtml(s: SweepResult): string {
     `<tr${cls ? ` class="${cls}"` : ""}>${sweepLine(r)
       .map((c) => `<td>${html(c)}</td>`)
       .join("")}</tr>`;
-  const proposedKey = s.proposed ? thresholdsText(s.proposed.thresholds) : null;
+  const proposedKey =
+    s.proposal.status === "change" && s.proposed ? thresholdsText(s.proposed.thresholds) : null;
   const body = [
-    row({ ...s.current, thresholds: {} }, "current"),
+    row({ ...s.current, thresholds: {} }, s.proposal.status === "keep" ? "current proposed" : "current"),
     ...s.perfect
       .slice(0, 20)
       .map((r) => row(r, thresholdsText(r.thresholds) === proposedKey ? "proposed" : "")),
   ].join("");
-  const proposed = s.proposed
-    ? `<p>Proposed: <code>${html(thresholdsText(s.proposed.thresholds))}</code> (loops caught ${s.proposed.loopsCaught}/${s.proposed.loops}, healthy flagged ${s.proposed.healthyFlagged}/${s.proposed.healthy}, median first flag ${s.proposed.medianCallsToDetection ?? "-"}).</p>`
-    : "<p>Proposed: none (every candidate flags a healthy session).</p>";
+  // The same words as the text report: the proposal, why, the margins, the warnings and the rule.
+  const proposed = `<pre>${html(proposalLines(s.proposal).join("\n"))}</pre>`;
   return `<h2>Threshold sweep</h2>
 <p>${s.candidates} candidates; ${s.perfect.length} catch every labelled loop and flag no healthy session. First row: the current thresholds.</p>
 <table><thead><tr><th>thresholds</th><th>loops caught</th><th>healthy flagged</th><th>median first flag</th><th>max first flag</th></tr></thead><tbody>${body}</tbody></table>

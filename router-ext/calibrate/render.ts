@@ -4,6 +4,7 @@ import type { ReplayResult, SweepRow, Thresholds } from "../../shared/index.ts";
 import type { Audit, Figures, SetAudit } from "./audit.ts";
 import type { Labels } from "./labels.ts";
 import type { Edge, KnobMargin } from "./margins.ts";
+import { MIN_LABELS, MIN_STEPS, type Proposal } from "./proposal.ts";
 import type { SweepResult } from "./sweep.ts";
 
 /** Printable ASCII for the terminal: other characters become "?". */
@@ -97,6 +98,7 @@ export function toJsonDoc(
       candidates: opts.sweep.candidates,
       current: opts.sweep.current,
       proposed: opts.sweep.proposed,
+      proposal: opts.sweep.proposal,
       perfect: opts.sweep.perfect,
     };
   }
@@ -138,18 +140,40 @@ export function renderSweep(result: SweepResult, top = 10): string {
     ...rows.slice(1).map((r) => line(r)),
   ];
   if (result.perfect.length > top) out.push(`... ${result.perfect.length - top} more`);
-  const p = result.proposed;
-  if (!p) {
-    out.push("proposed: none (every candidate flags a healthy session)");
-  } else {
-    out.push(
-      `proposed: ${thresholdsText(p.thresholds)} (loops caught ${p.loopsCaught}/${p.loops}, healthy flagged ${p.healthyFlagged}/${p.healthy}, median first flag ${p.medianCallsToDetection ?? "-"})`,
-    );
-    const keys = Object.entries(p.thresholds);
-    if (keys.length)
-      out.push("config/config.local.yaml:", "thresholds:", ...keys.map(([k, v]) => `  ${k}: ${v}`));
-  }
+  out.push(...proposalLines(result.proposal));
   return out.join("\n");
+}
+
+const figuresText = (r: SweepRow) =>
+  `loops caught ${r.loopsCaught}/${r.loops}, healthy flagged ${r.healthyFlagged}/${r.healthy}, median first flag ${r.medianCallsToDetection ?? "-"}`;
+
+/** A moved knob's edge on the labels: the value, its offset and distance in scan steps, the runs. */
+const stepEdge = (e: { value: number; steps: number; ids: string[] } | null, at: number) =>
+  e ? `${edgeText(e, at, "")}, ${e.steps} step(s) away` : "none in the scanned range";
+
+/** The proposal, why, each moved knob's margins on the labels, the warnings, the rule, and the YAML for a change. */
+export function proposalLines(p: Proposal): string[] {
+  const out: string[] = [];
+  if (p.status === "keep" && p.row) out.push(`proposed: keep the current thresholds (${figuresText(p.row)})`);
+  else if (p.status === "change" && p.row)
+    out.push(`proposed: ${thresholdsText(p.row.thresholds)} (${figuresText(p.row)})`);
+  else out.push("proposed: none");
+  out.push(`  why: ${p.reason}`);
+  for (const c of p.changes)
+    out.push(
+      `  ${c.knob} ${c.from} -> ${c.to} (${c.direction}): nearest false flag on the labels ${stepEdge(c.falseFlag, c.to)}; nearest missed loop ${stepEdge(c.missedLoop, c.to)}`,
+    );
+  if (p.notProposed)
+    out.push(
+      `  not proposed: ${thresholdsText(p.notProposed.row.thresholds)} (${figuresText(p.notProposed.row)}): ${p.notProposed.why}`,
+    );
+  out.push(...p.warnings.map((w) => `warning: ${w}`));
+  out.push(
+    `rule: a change is proposed only when the labels show a false alarm or a missed loop, as the nearest candidate that fixes it with every knob it moves at least ${MIN_STEPS} steps from its nearest false flag on the labels (a knob moved to flag more must have one); fewer than ${MIN_LABELS} labels of a kind is warned about`,
+  );
+  if (p.status === "change" && p.changes.length)
+    out.push("config/config.local.yaml:", "thresholds:", ...p.changes.map((c) => `  ${c.knob}: ${c.to}`));
+  return out;
 }
 
 // ---------------------------------------------------------------------------

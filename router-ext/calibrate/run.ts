@@ -178,7 +178,7 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       if (counts.loop && counts.healthy) axes = opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES;
       else
         say(
-          `--labels-from: ${counts.healthy} false alarm(s) and ${counts.loop} confirmed loop(s) among the sessions loaded; proposing thresholds needs at least one of each (mark them in the admin page)`,
+          `--labels-from: ${counts.healthy} marked healthy (false alarm) and ${counts.loop} marked loop (confirmed loop) among the sessions loaded; proposing thresholds needs at least one of each (mark any session in the admin page)`,
         );
     }
     if (axes && (!counts.loop || !counts.healthy)) return needLabels("--sweep");

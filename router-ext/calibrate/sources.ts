@@ -2,12 +2,13 @@
 // opencode.db (read-only snapshot), or a live `opencode serve`. All three
 // yield the one stored shape ({info, parts} records) the core adapter reads.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { z } from "zod";
-import { type ReplaySession, type StoredMessage, slimToolPart } from "../../shared/index.ts";
-import { isRec, num, obj, type Rec } from "../../shared/read.ts";
+import type { ReplaySession, StoredMessage } from "../../shared/index.ts";
+import { num, obj } from "../../shared/read.ts";
+import { opencodeDataDir, opencodeDbPath } from "../opencode-db/path.ts";
+import { OpencodeDb } from "../opencode-db/reader.ts";
 import { exportFiles } from "./export-paths.ts";
 import { type LabelSet, type Labels, mergeSets, parseLabelSet } from "./labels.ts";
 
@@ -37,11 +38,9 @@ export interface Filters {
   sessionIds?: readonly string[];
 }
 
-/** $OPENCODE_DB when absolute, else $XDG_DATA_HOME/opencode/opencode.db, else ~/.local/share/opencode/opencode.db. */
+/** The database opencode itself uses (router-ext/opencode-db/path.ts); its usual place when it keeps none. */
 export function defaultOpencodeDb(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.OPENCODE_DB?.startsWith("/")) return env.OPENCODE_DB;
-  const data = env.XDG_DATA_HOME?.startsWith("/") ? env.XDG_DATA_HOME : join(homedir(), ".local", "share");
-  return join(data, "opencode", "opencode.db");
+  return opencodeDbPath(env) ?? join(opencodeDataDir(env), "opencode.db");
 }
 
 /**
@@ -174,7 +173,8 @@ export function loadExports(paths: readonly string[]): Loaded {
 }
 
 // ---------------------------------------------------------------------------
-// opencode.db: only the session, message and part tables, one read transaction.
+// opencode.db: through the read-only reader the watchdog shares
+// (router-ext/opencode-db/reader.ts), in one read transaction.
 
 export interface DbOptions extends Filters {
   /** Copy the database with SQLite's backup API into a temp file first, and read the copy. */
@@ -183,102 +183,33 @@ export interface DbOptions extends Filters {
   onProgress?: (done: number, total: number) => void;
 }
 
-interface SessionRow {
-  id: string;
-  parent_id: string | null;
-  directory: string | null;
-  title: string | null;
-  time_updated: number | null;
-}
-
-function parseData(text: unknown): Rec | null {
-  if (typeof text !== "string") return null;
-  try {
-    const v: unknown = JSON.parse(text);
-    return isRec(v) ? v : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Tool output is needed only as its hash (the same-result signal): hash it and
- * drop the text as soon as a row is read (in place, no copy).
- */
-function slimPart(part: Rec): Rec {
-  slimToolPart(part);
-  return part;
-}
-
-/** Reads sessions from an open database (read-only use only): one transaction, so one snapshot. */
+/** Reads sessions from an open database in one transaction, so one snapshot. */
 export function readOpencodeDb(
-  db: Database.Database,
+  reader: OpencodeDb,
   filters: Filters = {},
   onProgress?: DbOptions["onProgress"],
-) {
-  const warnings: string[] = [];
-  const tables = new Set(
-    (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(
-      (r) => r.name,
-    ),
-  );
-  for (const t of ["session", "message", "part"]) {
-    if (!tables.has(t)) throw new Error(`not an opencode database: no "${t}" table`);
-  }
-  const read = db.transaction(() => {
-    const rows = db
-      .prepare("SELECT id, parent_id, directory, title, time_updated FROM session ORDER BY time_created, id")
-      .all() as SessionRow[];
-    const all = rows.map((r) => ({ ...r, parentId: r.parent_id, updated: r.time_updated }));
-    const chosen = applyFilters(all, filters);
-    const msgStmt = db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id");
-    const partStmt = db.prepare(
-      "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
-    );
+): { sessions: SourceSession[]; warnings: string[] } {
+  return reader.snapshot(() => {
+    const all = reader.allSessions();
+    const chosen = applyFilters(all.rows, filters);
     const out: SourceSession[] = [];
-    let bad = 0;
+    let bad = all.malformed;
     for (const [i, s] of chosen.entries()) {
-      const partsByMessage = new Map<string, Rec[]>();
-      for (const p of partStmt.all(s.id) as Array<{ id: string; message_id: string; data: string }>) {
-        const data = parseData(p.data);
-        if (!data) {
-          bad++;
-          continue;
-        }
-        const list = partsByMessage.get(p.message_id) ?? [];
-        data.id = p.id;
-        data.messageID = p.message_id;
-        data.sessionID = s.id;
-        list.push(slimPart(data));
-        partsByMessage.set(p.message_id, list);
-      }
-      const messages: StoredMessage[] = [];
-      for (const m of msgStmt.all(s.id) as Array<{ id: string; data: string }>) {
-        const data = parseData(m.data);
-        if (!data) {
-          bad++;
-          continue;
-        }
-        const { summary: _summary, ...info } = data;
-        messages.push({
-          info: { ...info, id: m.id, sessionID: s.id },
-          parts: partsByMessage.get(m.id) ?? [],
-        });
-      }
+      const read = reader.messages(s.id);
+      bad += read.malformed;
       out.push({
         id: s.id,
-        parentId: s.parent_id,
+        parentId: s.parentId,
         directory: s.directory,
         title: s.title,
-        updated: s.time_updated,
-        messages,
+        updated: s.updated,
+        messages: read.messages,
       });
       onProgress?.(i + 1, chosen.length);
     }
-    if (bad) warnings.push(`${bad} message/part row(s) with unreadable JSON skipped`);
-    return out;
+    const warnings = bad ? [`${bad} malformed session/message/part row(s) skipped`] : [];
+    return { sessions: out, warnings };
   });
-  return { sessions: read.deferred(), warnings };
 }
 
 /**
@@ -288,28 +219,20 @@ export function readOpencodeDb(
  * temp file first and the copy is read, then deleted.
  */
 export async function loadOpencodeDb(path: string, opts: DbOptions = {}): Promise<Loaded> {
-  let src: Database.Database;
-  try {
-    src = new Database(path, { readonly: true, fileMustExist: true });
-  } catch (err) {
-    throw new Error(`cannot open ${path} read-only: ${(err as Error).message}`);
-  }
+  let reader = OpencodeDb.open(path);
   let tmp: string | null = null;
-  let db = src;
   try {
-    src.pragma("busy_timeout = 5000");
     if (opts.copy) {
       tmp = mkdtempSync(join(tmpdir(), "stallguard-calibrate-"));
       const copyPath = join(tmp, "opencode-copy.db");
-      await src.backup(copyPath);
-      src.close();
-      db = new Database(copyPath, { readonly: true, fileMustExist: true });
+      await reader.backup(copyPath);
+      reader.close();
+      reader = OpencodeDb.open(copyPath);
     }
-    const { sessions, warnings } = readOpencodeDb(db, opts, opts.onProgress);
+    const { sessions, warnings } = readOpencodeDb(reader, opts, opts.onProgress);
     return { sessions, labels: {}, sets: [], warnings, ignored: [] };
   } finally {
-    if (db.open) db.close();
-    if (src.open) src.close();
+    reader.close();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
 }

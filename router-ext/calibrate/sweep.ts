@@ -1,7 +1,7 @@
 // The calibrate command's sweep: the core's sweep (shared/sweep.ts, stored
 // sessions prepared once, each candidate re-runs the trees) plus what the
-// command adds: timing, progress, the current thresholds' row, the default
-// grid and the --grid parser.
+// command adds: timing, progress, the current thresholds' row, the proposal
+// (router-ext/calibrate/proposal.ts), the default grid and the --grid parser.
 import {
   evaluatePrepared,
   parseConfig,
@@ -9,6 +9,7 @@ import {
   sweepPrepared,
   type Thresholds,
 } from "../../shared/index.ts";
+import { chooseProposal, type Proposal } from "./proposal.ts";
 
 export { type Prepared, prepare } from "../../shared/replay.ts";
 export { distance, evaluatePrepared, grid as gridOf, outcomes, rank } from "../../shared/sweep.ts";
@@ -19,22 +20,30 @@ export interface SweepResult {
   rows: SweepRow[];
   /** Candidates that catch every labelled loop and flag no healthy session, best first. */
   perfect: SweepRow[];
-  /** The best safe candidate (perfect or not); null when every candidate flags a healthy session. */
+  /** The earliest-flagging safe candidate (shared/sweep.ts rank); null when every candidate flags a healthy session. */
+  earliest: SweepRow | null;
+  /** What calibrate proposes (router-ext/calibrate/proposal.ts): the current row to keep, a change, or null. */
   proposed: SweepRow | null;
+  /** The proposal with its reason, the moved knobs' margins on the labels and the warnings. */
+  proposal: Proposal;
   candidates: number;
   ms: number;
 }
 
-/** The core's sweep (same arguments), timed, with the current thresholds' row and the perfect candidates. */
+/** The core's sweep (same arguments), timed, with the current thresholds' row and the proposal. */
 export function runSweep(...args: Parameters<typeof sweepPrepared>): SweepResult {
   const [prepared, labels, policy, candidates] = args;
   const t0 = performance.now();
   const { rows, ranked } = sweepPrepared(...args);
+  const current = evaluatePrepared(prepared, labels, policy, {});
+  const proposal = chooseProposal({ prepared, labels, policy, current, ranked });
   return {
-    current: evaluatePrepared(prepared, labels, policy, {}),
+    current,
     rows,
     perfect: ranked.filter((r) => r.loops > 0 && r.loopsCaught === r.loops),
-    proposed: ranked[0] ?? null,
+    earliest: ranked[0] ?? null,
+    proposed: proposal.row,
+    proposal,
     candidates: candidates.length,
     ms: performance.now() - t0,
   };

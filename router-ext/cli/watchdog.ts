@@ -22,7 +22,7 @@ import { type CliIo, say, warn } from "./io.ts";
 export async function loadWatchdogConfig(
   configPath?: string,
   opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; dbPath?: string | null } = {},
-): Promise<{ ok: true; config: Config } | { ok: false; error: string }> {
+): Promise<{ ok: true; config: Config; fileServers: string[] } | { ok: false; error: string }> {
   const { loadRouterConfig } = await import("../config.ts");
   const { ConfigError } = await import("../../shared/config-files.ts");
   const log = opts.log;
@@ -33,7 +33,8 @@ export async function loadWatchdogConfig(
       ...(opts.dbPath !== undefined ? { dbPath: opts.dbPath } : {}),
       ...(log ? { log: (line: string) => log(`watchdog: ${line}`) } : {}),
     });
-    return { ok: true, config: loaded.config };
+    // watchdog.servers without the admin page's overrides: the only config URLs sent opencode's password.
+    return { ok: true, config: loaded.config, fileServers: loaded.fileConfig.watchdog.servers };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, error: err.message };
     return { ok: false, error: `cannot load config: ${(err as Error).message}` };
@@ -53,7 +54,9 @@ function summary(r: WatchdogTickResult): string {
     `flagged=${r.flagged}`,
     `transitions=${r.transitions.length}`,
     `router=${r.router}`,
+    `db=${r.db}`,
   ];
+  if (r.malformed) parts.push(`malformed=${r.malformed}`);
   if (r.blind) parts.push(`blind=${r.blindReason}`);
   if (r.modelCalls) parts.push(`model_calls=${r.modelCalls}`);
   if (r.alerted) parts.push("alerted=router_down");
@@ -63,7 +66,8 @@ function summary(r: WatchdogTickResult): string {
 export default defineCommand({
   meta: {
     name: "watchdog",
-    description: "Judge opencode sessions that have no plugin, and report to the router",
+    description:
+      "Judge opencode sessions that have no plugin (from opencode.db and any --server), and report to the router",
   },
   args: {
     once: {
@@ -91,6 +95,7 @@ export default defineCommand({
     const opts = {
       config,
       servers: serverFlags(rawArgs),
+      fileServers: loaded.fileServers,
       routerUrl,
       statePath: defaultStatePath(io.env),
       env: io.env,

@@ -2,7 +2,10 @@
 // transitions (identity, history, flags, the plan's mode state, effects and
 // directives, the verdict and the reporter's numbers), heartbeats, directive
 // results and watchdog ticks, then the open directives for the plugin that
-// reported. A kill -9 anywhere leaves all of it or none of it.
+// reported. A kill -9 anywhere leaves all of it or none of it. One judge per
+// session: a watchdog transition for a session whose plugin reports (a
+// heartbeat or transition within the live window) is not stored; the answer
+// names it, so the watchdog reports it again once the plugin is gone.
 import type { Directive, Heartbeat, ProgressMessage, Transition } from "../../shared/index.ts";
 import type { TransitionContext, TransitionPlan } from "../modes/plan.ts";
 import type { ModesStore } from "../modes/store.ts";
@@ -16,6 +19,8 @@ export interface IngestOptions {
   plan: PlanFn;
   /** Directives older than this are not handed out again (default 1 h). */
   directiveMaxAgeMs?: number;
+  /** A plugin heard from within this long judges its sessions; the watchdog's word is then not stored. */
+  pluginLiveMs?: number;
 }
 
 export interface FreshTransition {
@@ -30,6 +35,8 @@ export interface IngestResult {
   fresh: FreshTransition[];
   /** Open directives for the sessions a plugin reported in this body (marked sent). */
   directives: Directive[];
+  /** Watchdog transitions not stored because the session's plugin reports it. */
+  covered: string[];
 }
 
 export function ingestMessages(
@@ -38,10 +45,15 @@ export function ingestMessages(
   messages: readonly ProgressMessage[],
   opts: IngestOptions,
 ): IngestResult {
-  const out: IngestResult = { accepted: 0, duplicates: 0, fresh: [], directives: [] };
+  const out: IngestResult = { accepted: 0, duplicates: 0, fresh: [], directives: [], covered: [] };
   const reported = new Set<string>();
   for (const m of messages) {
     if (m.type === "transition") {
+      if (m.source === "watchdog" && pluginCovers(t, m.session_id, opts)) {
+        t.counters.bump("watchdog_covered_total");
+        out.covered.push(m.session_id);
+        continue;
+      }
       const plan = applyTransition(t, modes, m, opts);
       if (plan) {
         out.accepted++;
@@ -64,6 +76,13 @@ export function ingestMessages(
   if (out.duplicates > 0) t.counters.bump("progress_duplicates_total", out.duplicates);
   out.directives = modes.pendingFor(reported, { now: opts.now, maxAgeMs: opts.directiveMaxAgeMs });
   return out;
+}
+
+/** The session's plugin reported within the live window: it is the one judge of that session. */
+function pluginCovers(t: Tables, sessionId: string, opts: IngestOptions): boolean {
+  if (opts.pluginLiveMs === undefined) return false;
+  const seenAt = t.sessions.get(sessionId)?.plugin_seen_at ?? null;
+  return seenAt !== null && opts.now - seenAt <= opts.pluginLiveMs;
 }
 
 /** Stores a transition and what its plan says; null for an id stored before. */
@@ -119,6 +138,8 @@ function applyTransition(
     usd: tr.signals.usd_since_landed,
     last_landed_at: tr.signals.last_landed_at,
     context_tokens: tr.signals.context_tokens,
+    calls: tr.signals.calls,
+    landed: tr.signals.landed,
     at: tr.at,
   });
   return plan;
@@ -149,10 +170,22 @@ function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number)
     t.sessions.setStats({
       session_id: s.session_id,
       turns: s.turns_since_landed,
-      usd: null,
+      usd: s.usd_since_landed ?? null,
       last_landed_at: s.last_landed_at,
       context_tokens: s.context_tokens,
+      calls: s.calls ?? null,
+      landed: s.landed ?? null,
+      // An older plugin sends no top target: the transition's stays.
+      ...(s.top_target_count === undefined
+        ? {}
+        : { top: { target: s.top_target ?? null, count: s.top_target_count } }),
       at: h.at,
+    });
+    t.sessions.describe({
+      session_id: s.session_id,
+      title: s.title ?? null,
+      directory: s.directory ?? null,
+      created_at: s.created_at ?? null,
     });
   }
 }

@@ -47,4 +47,18 @@ CREATE INDEX session_samples_at ON session_samples(at);
     // The wire's optional evidence (coarse targets and counts) as JSON; NULL from older plugins.
     sql: "ALTER TABLE transitions ADD COLUMN evidence TEXT;",
   },
+  {
+    version: 157,
+    name: "sessions_current_figures",
+    // What the readout shows of a session beyond its verdict: the heartbeat's
+    // current calls and landed changes (NULL until a plugin sends them), and
+    // the title, folder and creation time opencode shows the user.
+    sql: `
+ALTER TABLE sessions ADD COLUMN calls INTEGER;
+ALTER TABLE sessions ADD COLUMN landed INTEGER;
+ALTER TABLE sessions ADD COLUMN title TEXT;
+ALTER TABLE sessions ADD COLUMN directory TEXT;
+ALTER TABLE sessions ADD COLUMN created_at INTEGER;
+`,
+  },
 ];

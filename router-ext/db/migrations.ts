@@ -8,6 +8,7 @@ import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
 import { OPERATOR_MIGRATIONS } from "./migrations-operator.ts";
 import { SECURITY_MIGRATIONS } from "./migrations-security.ts";
+import { WATCHDOG_MIGRATIONS } from "./migrations-watchdog.ts";
 
 export type { Migration } from "./migration.ts";
 
@@ -146,12 +147,13 @@ CREATE TABLE counters (
 `,
   },
   // Feature migrations live next to their owners' files; versions never collide
-  // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...)
+  // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...; watchdog: 181, ...)
   // and are applied in version order.
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
   ...OPERATOR_MIGRATIONS,
   ...SECURITY_MIGRATIONS,
+  ...WATCHDOG_MIGRATIONS,
   {
     // The gate kept the header's word for the session id; every other table says session_id.
     version: 201,

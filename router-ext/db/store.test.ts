@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Heartbeat, Transition } from "../../shared/index.ts";
-import { quietSignals } from "../../test/helpers/wire-fixtures.ts";
+import { heartbeatSession, quietSignals } from "../../test/helpers/wire-fixtures.ts";
 import { ingestOpts } from "../breaker/testing.ts";
 import type { RequestRecord } from "../gate/store.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./migrations.ts";
@@ -152,6 +152,60 @@ describe("Store", () => {
     });
     expect(store.sessions({ now: 5000 + 180_001, liveWindowMs: 180_000 })[0]?.plugin_live).toBe(false);
     expect(store.metrics({ now: 6000, liveWindowMs: 180_000 }).livePlugins).toBe(1);
+  });
+
+  it("a heartbeat after a transition brings the figures up to date; nothing heard for the window: ended", () => {
+    store.ingest([transition({ top_target: "read src/a.ts", top_target_count: 14, at: 1000 })], opts(1000));
+    const beat = (at: number, over: Partial<Heartbeat["sessions"][number]>): Heartbeat => ({
+      type: "heartbeat",
+      instance_id: "inst-1",
+      plugin_version: "0.1.0",
+      at,
+      sessions: [heartbeatSession("ses_a", { verdict: "stalling", ...over })],
+    });
+    // An older plugin's heartbeat: the transition's top target stays.
+    store.ingest([beat(2000, { turns_since_landed: 4 })], opts(2000));
+    expect(store.sessions({ now: 2000, liveWindowMs: 180_000 })[0]).toMatchObject({
+      top_target: "read src/a.ts",
+      top_target_count: 14,
+      calls: signals().calls,
+      title: null,
+    });
+    store.ingest(
+      [
+        beat(3000, {
+          calls: 52,
+          landed: 1,
+          usd_since_landed: 0.5,
+          last_landed_at: 2500,
+          top_target: "read src/a.ts",
+          top_target_count: 30,
+          title: "fix the parser",
+          directory: "~/proj",
+          created_at: 900,
+        }),
+      ],
+      opts(3000),
+    );
+    // A late heartbeat from before changes nothing; one without a title keeps it.
+    store.ingest([beat(2500, { top_target_count: 20, calls: 45 })], opts(3100));
+    const [s] = store.sessions({ now: 3100, liveWindowMs: 180_000 });
+    expect(s).toMatchObject({
+      top_target_count: 30,
+      calls: 52,
+      landed: 1,
+      last_landed_at: 2500,
+      usd_since_landed: 0.5,
+      title: "fix the parser",
+      directory: "~/proj",
+      created_at: 900,
+      ended: false,
+    });
+    expect(store.sessions({ now: 3100 + 180_000, liveWindowMs: 180_000 })[0]?.ended).toBe(false);
+    expect(store.sessions({ now: 3100 + 180_001, liveWindowMs: 180_000 })[0]).toMatchObject({
+      ended: true,
+      plugin_live: false,
+    });
   });
 
   it("learns trees from the gate, bottom-up included, and refuses a stopped tree", () => {

@@ -16,7 +16,7 @@ import type {
   SessionView,
   WatchdogTickView,
 } from "../api/schemas.ts";
-import { type LabelsDoc, labelOfMark, type MarkView, type SessionDetail } from "../api/session-detail.ts";
+import { type LabelsDoc, labelOfMark, type SessionDetail } from "../api/session-detail.ts";
 import { type GateFactChange, GateFacts } from "../gate/facts.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "../gate/store.ts";
 import { decideGate, usableSessionId } from "../modes/gate-decision.ts";
@@ -24,6 +24,7 @@ import { ModesStore } from "../modes/store.ts";
 import { observeGateFacts, readGateFacts } from "./gate-facts.ts";
 import { GateWrites } from "./gate-writes.ts";
 import { type IngestOptions, type IngestResult, ingestMessages } from "./ingest.ts";
+import { type MarkResult, markSession } from "./mark-session.ts";
 import { openTables, type Tables } from "./open-tables.ts";
 import { readSessionDetail } from "./session-detail.ts";
 import type { KnobOverride } from "./tables/knobs.ts";
@@ -34,6 +35,7 @@ import { databaseWritable } from "./writable.ts";
 import { isUnavailable, WriteQueue } from "./write-queue.ts";
 
 export type { FreshTransition, IngestOptions, IngestResult, PlanFn } from "./ingest.ts";
+export type { MarkResult } from "./mark-session.ts";
 export type { KnobOverride } from "./tables/knobs.ts";
 export type { EventView, RefusalScope, RefusalState, RefusalView, SessionView, WatchdogTickView };
 
@@ -46,11 +48,6 @@ export interface MetricsSnapshot {
   lastTick: WatchdogTickView | null;
   marks: Record<MarkKind, number>;
 }
-
-/** What marking a session did. */
-export type MarkResult =
-  | { ok: true; rootId: string; lifted: string[]; mark: MarkView }
-  | { ok: false; status: 404 | 409; error: string };
 
 export interface PruneResult {
   transitions: number;
@@ -283,48 +280,11 @@ export class Store implements GateStore {
   // ---- marks --------------------------------------------------------------
 
   /**
-   * An admin marks a flagged session "false alarm" or "confirmed loop" (who and
-   * when are kept; a later mark replaces it). A false alarm also lifts every
-   * refusal in the session's tree, the way Resume does: the tree's refusal and
-   * mode state, and each session refused on its own.
+   * An admin labels any session, flagged or not (router-ext/db/mark-session.ts):
+   * a false alarm on a flagged session also lifts every refusal in its tree.
    */
   mark(sessionId: string, kind: MarkKind, by: string, at: number): MarkResult {
-    const t = this.tables;
-    return this.tx((): MarkResult => {
-      const s = t.sessions.get(sessionId);
-      if (!s) return { ok: false, status: 404, error: `no session ${sessionId}` };
-      if (s.worst === "ok" && s.flags === 0)
-        return { ok: false, status: 409, error: `session ${sessionId} was never flagged` };
-      const root = s.root_id;
-      const mark: MarkView = { kind, by, at, verdict: s.verdict, reason: s.reason };
-      t.marks.set({
-        session_id: sessionId,
-        root_id: root,
-        kind,
-        verdict: s.verdict,
-        reason: s.reason,
-        marked_by: by,
-        marked_at: at,
-      });
-      t.counters.bump(`marks_total:${kind}`);
-      const lifted: string[] = [];
-      if (kind === "false_alarm") {
-        const reason = `false alarm (${sessionId})`;
-        if (t.refusals.get("tree", root)?.state === "stopped") {
-          t.refusals.set({ scope: "tree", key: root, state: "running", by, at, reason });
-          t.sessions.clearStopped("tree", root);
-          lifted.push(`tree ${root}`);
-        }
-        for (const key of t.refusals.stoppedSessionsInTree(root)) {
-          t.refusals.set({ scope: "session", key, state: "running", by, at, reason });
-          t.sessions.clearStopped("session", key);
-          lifted.push(`session ${key}`);
-        }
-        // The mode's hold on the tree goes too: hard stop, cap, recovery count, open directives.
-        this.modes.resumeTree(root, at);
-      }
-      return { ok: true, rootId: root, lifted, mark };
-    });
+    return this.tx(() => markSession(this.tables, this.modes, { sessionId, kind, by, at }));
   }
 
   /** Removes a session's mark; returns its tree's root, or null when it had none. */

@@ -1,6 +1,7 @@
 // A stored session row as the admin API shows it (router-ext/api/schemas.ts):
-// refusals joined in, and turns and $ since landed from the gate's request
-// records when the gate saw the session, else from the reporter.
+// refusals joined in, turns and $ since landed from the gate's request records
+// when the gate saw the session, else from the reporter, and whether it ended
+// (nothing heard of it within the window a live plugin is judged by).
 import type { SessionView } from "../api/schemas.ts";
 import type { SessionListRow } from "./tables/sessions.ts";
 
@@ -34,6 +35,12 @@ export function sessionView(r: SessionListRow, opts: { now: number; liveWindowMs
     stopped_at: sessStopped ? r.sess_at : treeStopped ? r.tree_at : null,
     spend_source: gate ? "gate" : "reporter",
     cannot_act: r.cannot_act ?? null,
+    calls: r.calls,
+    landed: r.landed,
+    title: r.title,
+    directory: r.directory,
+    created_at: r.created_at,
+    ended: opts.now - r.last_seen_at > opts.liveWindowMs,
     mark:
       r.mark_kind && r.mark_by !== null && r.mark_at !== null
         ? {

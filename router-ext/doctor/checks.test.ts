@@ -259,12 +259,27 @@ describe("doctor checks", () => {
     expect(wd({ last_tick_at: NOW - 20 * 60_000, blind: false, flagged: 0, servers: 1 })?.detail).toBe(
       "last tick 20m ago (interval 5m)",
     );
-    expect(wd({ last_tick_at: NOW - 1000, blind: true, flagged: 0, servers: 2 })?.detail).toMatch(
-      /^blind: opencode answered/,
+    expect(wd({ last_tick_at: NOW - 1000, blind: true, flagged: 0, servers: 2 })?.detail).toBe(
+      "blind: 2 opencode server(s) answered but their sessions could not be read",
     );
+    // A watchdog older than the database source: blind with no server meant nothing ran.
     expect(wd({ last_tick_at: NOW - 1000, blind: true, flagged: 0, servers: 0 })).toMatchObject({
       status: "pass",
       detail: "last tick 1s ago, no opencode running",
+    });
+    // What the tick read from opencode.db, said as such; an unreadable file is blind.
+    const tick = { last_tick_at: NOW - 1000, flagged: 0, servers: 0, sessions: 3 };
+    expect(wd({ ...tick, blind: false, db: "read" })).toMatchObject({
+      status: "pass",
+      detail: "last tick 1s ago, read opencode.db: 3 session(s) judged",
+    });
+    expect(wd({ ...tick, sessions: 0, blind: false, db: "missing" })?.detail).toBe(
+      "last tick 1s ago, no opencode database found, no opencode server answered",
+    );
+    expect(wd({ ...tick, sessions: 0, blind: true, db: "unreadable" })).toMatchObject({
+      status: "fail",
+      detail: "blind: opencode.db could not be read",
+      fix: expect.stringContaining("opencode.db"),
     });
   });
 

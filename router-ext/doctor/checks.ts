@@ -4,6 +4,7 @@
 // of a needed link makes the exit status non-zero.
 import type { Mode } from "../../shared/config.ts";
 import { formatDuration } from "../../shared/duration.ts";
+import { blindDetail, tickBlind, tickReadout } from "../watchdog/readout.ts";
 import type { DoctorFacts } from "./facts.ts";
 import { keyForm, layeredProviders, resolveFileRef, sameEndpoint } from "./opencode-config.ts";
 
@@ -282,15 +283,16 @@ export function checkWatchdog(f: DoctorFacts): CheckResult {
       `last tick ${age(since)} ago (interval ${formatDuration(f.watchdog.intervalMs)})`,
       runs,
     );
-  if (wd.blind && (wd.servers ?? 1) > 0)
+  if (tickBlind(wd))
     return fail(
       "watchdog",
       true,
-      "blind: opencode answered but its sessions could not be read",
-      "if opencode serve has a password, give the watchdog OPENCODE_SERVER_PASSWORD; see the router's log",
+      `blind: ${blindDetail(wd)}`,
+      wd.db === "unreadable" || wd.db === "unexpected_shape"
+        ? "check that the watchdog's user can read opencode.db (opencode db path; watchdog.opencode_db.path); see the router's log"
+        : "if opencode serve has a password, give the watchdog OPENCODE_SERVER_PASSWORD; see the router's log",
     );
-  const seen = wd.blind ? "no opencode running" : "reads opencode's sessions";
-  return pass("watchdog", true, `last tick ${age(since)} ago, ${seen}`);
+  return pass("watchdog", true, `last tick ${age(since)} ago, ${tickReadout(wd)}`);
 }
 
 /** Every check, in the order a user sets the chain up. */

@@ -1,7 +1,7 @@
 // Who is asking: the identity headers of a model request (ours first, then
 // opencode's own), each checked, so a malformed value counts as absent.
 import { z } from "zod";
-import { idSchema } from "../../shared/wire.ts";
+import { agentSchema, idSchema } from "../../shared/wire.ts";
 import type { GateIdentity } from "./store.ts";
 
 /** An identity header: printable ASCII without spaces, bounded. Anything else counts as absent. */
@@ -29,9 +29,9 @@ function header(headers: HeaderSource, schema: z.ZodType<string>, ...names: stri
 /** Identity from the request headers: ours first, then opencode's own. */
 export function identityFrom(headers: HeaderSource): GateIdentity {
   return {
-    // Session ids in opencode's charset, as on the wire (shared/wire.ts).
+    // Session ids and agent slugs by the wire's own rules (shared/wire.ts).
     sessionId: header(headers, idSchema, "x-router-conversation", "x-session-id"),
-    agent: header(headers, headerValue, "x-router-agent"),
+    agent: header(headers, agentSchema, "x-router-agent"),
     parent: header(headers, idSchema, "x-router-parent", "x-parent-session-id"),
     pluginVersion: header(headers, headerValue, "x-stallguard-plugin"),
   };

@@ -64,4 +64,28 @@ describe("blindAlert", () => {
     const t: TickView = { at: 7, servers: 1, blind: true };
     expect(run([null, t, t, t])).toEqual(["trigger@7"]);
   });
+
+  test("ticks that say what they made of opencode.db: blind only when a source was there unread", () => {
+    const at = (i: number, db: string, blind: boolean, servers = 0): TickView => ({
+      at: i,
+      servers,
+      blind,
+      db,
+    });
+    expect(
+      run([
+        at(1, "missing", false),
+        at(2, "read", false),
+        at(3, "unreadable", true),
+        at(4, "unreadable", true),
+      ]),
+    ).toEqual(["trigger@3"]);
+    expect(run([at(1, "unexpected_shape", true), at(2, "read", false)])).toEqual(["trigger@1", "resolve@2"]);
+    const r = blindAlert(initialBlindState(), at(5, "unreadable", true, 1));
+    expect(r.alert?.summary).toBe(
+      "opencode.db could not be read; 1 opencode server(s) answered but their sessions could not be read; sessions without the plugin are unwatched",
+    );
+    const back = blindAlert(r.state, at(6, "read", false));
+    expect(back.alert?.summary).toBe("the watchdog reads opencode's sessions again (opencode.db)");
+  });
 });

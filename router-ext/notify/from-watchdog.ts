@@ -1,15 +1,16 @@
 // The router's alert when the watchdog is blind while opencode runs: a tick
-// that found opencode servers (servers > 0) but could not read their sessions
-// (an unexpected API shape, an API error). Sessions without a plugin are then
-// unwatched, which is the failure the watchdog exists to cover. A tick with no
-// server at all is not an alarm (nothing runs). One trigger per blind spell,
-// one resolve when a tick reads sessions again.
+// that found a source (opencode's database, an opencode server) but could not
+// read any (an unreadable file, an unexpected shape, an API error). Sessions
+// without a plugin are then unwatched, which is the failure the watchdog
+// exists to cover. A tick with no database and no server is not an alarm
+// (nothing runs). One trigger per blind spell, one resolve when a tick reads
+// sessions again. Which ticks are blind is router-ext/watchdog/readout.ts.
+import { blindDetail, type TickFacts, tickBlind } from "../watchdog/readout.ts";
 import type { Alert } from "./types.ts";
 
-export interface TickView {
+export interface TickView extends TickFacts {
   at: number;
   servers: number;
-  blind: boolean;
 }
 
 export interface BlindState {
@@ -33,7 +34,7 @@ export function blindAlert(
 ): { alert: Alert | null; state: BlindState } {
   if (!tick || tick.at === prev.lastAt) return { alert: null, state: prev };
   if (fresh && fresh.now - tick.at > fresh.maxAgeMs) return { alert: null, state: prev };
-  const blindWhileRunning = tick.blind && tick.servers > 0;
+  const blindWhileRunning = tickBlind(tick);
   const state: BlindState = { raised: blindWhileRunning || (prev.raised && tick.blind), lastAt: tick.at };
   if (blindWhileRunning && !prev.raised) {
     return {
@@ -43,7 +44,7 @@ export function blindAlert(
         severity: "warning",
         state: "trigger",
         title: "stallguard: the watchdog is blind",
-        summary: `${tick.servers} opencode server(s) answered but their sessions could not be read; sessions without the plugin are unwatched`,
+        summary: `${blindDetail(tick)}; sessions without the plugin are unwatched`,
         details: "",
         source: "watchdog",
         at: tick.at,
@@ -58,7 +59,7 @@ export function blindAlert(
         severity: "warning",
         state: "resolve",
         title: "stallguard: the watchdog sees sessions again",
-        summary: `the watchdog read sessions from ${tick.servers} opencode server(s) again`,
+        summary: `the watchdog reads opencode's sessions again (${tick.db === "read" ? "opencode.db" : `${tick.servers} opencode server(s)`})`,
         details: "",
         source: "watchdog",
         at: tick.at,

@@ -1,6 +1,6 @@
-// What the admin write routes share: the JSON body reader (an empty body is
-// {}), zod issues as "path: message" lines, and the `by` name an admin action
-// is recorded under.
+// What the admin routes share: the JSON body reader (an empty body is {}),
+// the query reader, zod issues as "path: message" lines, and the `by` name an
+// admin action is recorded under.
 import type { Context } from "hono";
 import { z } from "zod";
 
@@ -44,5 +44,23 @@ export async function validBody<T>(
   const parsed = schema.safeParse(body.value);
   if (!parsed.success)
     return { ok: false, answer: c.json({ error: "invalid body", issues: issuesOf(parsed.error) }, 400) };
+  return { ok: true, data: parsed.data };
+}
+
+/**
+ * A query string validated by a strict schema (an unknown or repeated parameter
+ * is an error too), or the 400 answer to send instead.
+ */
+export function validQuery<T>(
+  c: Context,
+  schema: z.ZodType<T>,
+): { ok: true; data: T } | { ok: false; answer: Response } {
+  const raw = c.req.queries();
+  const repeated = Object.keys(raw).filter((k) => (raw[k]?.length ?? 0) > 1);
+  const parsed = schema.safeParse(Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, v[0]])));
+  const issues = [...repeated.map((k) => `${k}: given more than once`)];
+  if (!parsed.success) issues.push(...issuesOf(parsed.error));
+  if (issues.length > 0 || !parsed.success)
+    return { ok: false, answer: c.json({ error: "invalid query", issues }, 400) };
   return { ok: true, data: parsed.data };
 }

@@ -11,15 +11,9 @@ import {
   type ProgressResponse,
   parseProgressBody,
 } from "../../shared/index.ts";
-import type {
-  ClientsResponse,
-  EventsResponse,
-  Health,
-  KnobView,
-  SessionsResponse,
-  TreesResponse,
-} from "../api/schemas.ts";
+import type { ClientsResponse, EventsResponse, Health, KnobView, TreesResponse } from "../api/schemas.ts";
 import { schemaVersion } from "../db/migrations.ts";
+import { flaggedSessions } from "../db/session-list.ts";
 import type { IngestResult, Store } from "../db/store.ts";
 import { isBusy, isUnavailable } from "../db/write-queue.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
@@ -27,9 +21,9 @@ import { byName, issuesOf, jsonBody, validBody } from "./admin-body.ts";
 import { browserGuard } from "./browser-guard.ts";
 import { displayValue, excludedLeaves, getPath, isExcluded, knobSpec, knobViews } from "./knobs.ts";
 import type { LiveConfig } from "./live-config.ts";
-import { renderMetrics } from "./metrics.ts";
+import { renderMetrics, WARNING_SERIES_MAX } from "./metrics.ts";
 import { Rejections } from "./rejections.ts";
-import { bearerToken, safeEqual } from "./security.ts";
+import { isToken } from "./security.ts";
 import { sessionRoutes } from "./session-routes.ts";
 
 export interface AppDeps {
@@ -110,8 +104,7 @@ export function createApp(deps: AppDeps): Hono {
   app.post(
     "/progress",
     async (c, next) => {
-      const token = bearerToken(c.req.header("authorization"));
-      if (token === null || !safeEqual(token, deps.pluginToken)) {
+      if (!isToken(c.req.header("authorization"), deps.pluginToken)) {
         return c.json(
           {
             error:
@@ -163,6 +156,7 @@ export function createApp(deps: AppDeps): Hono {
         duplicates: result.duplicates,
         directives: result.directives,
         ...(toasts.length > 0 ? { toasts } : {}),
+        ...(result.covered.length > 0 ? { covered: result.covered.slice(0, 100) } : {}),
       };
       return c.json(response);
     },
@@ -186,7 +180,14 @@ export function createApp(deps: AppDeps): Hono {
       schema_version: version,
       mode: config.get().progress.mode,
       watchdog: tick
-        ? { last_tick_at: tick.received_at, blind: tick.blind, flagged: tick.flagged, servers: tick.servers }
+        ? {
+            last_tick_at: tick.received_at,
+            blind: tick.blind,
+            flagged: tick.flagged,
+            servers: tick.servers,
+            sessions: tick.sessions,
+            db: tick.db,
+          }
         : null,
       plugins_live: db === "ok" ? store.livePlugins(now() - liveWindow()) : 0,
       db_writable: db === "ok" && store.writable(),
@@ -197,6 +198,13 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   app.get("/metrics", (c) => {
+    // Aggregate series are public; per-session ones name sessions, agents and
+    // targets, so they need the admin token unless the knob makes them public.
+    const auth = c.req.header("authorization");
+    const admin = isToken(auth, deps.adminToken);
+    if (auth !== undefined && !admin)
+      return c.json({ error: "wrong admin token (or send none for the aggregate series)" }, 401);
+    const perSession = admin || config.get().server.public_session_metrics;
     const snapshot = store.metrics({ now: now(), liveWindowMs: liveWindow() });
     let extra: string[] = [];
     try {
@@ -204,9 +212,9 @@ export function createApp(deps: AppDeps): Hono {
     } catch (err) {
       log(`metrics: extra metrics failed: ${(err as Error).message}`);
     }
-    const flagged = store
-      .sessions({ now: now(), liveWindowMs: liveWindow() })
-      .filter((r) => r.verdict !== "ok");
+    const flagged = perSession
+      ? flaggedSessions(store.tables, { now: now(), liveWindowMs: liveWindow(), limit: WARNING_SERIES_MAX })
+      : null;
     extra = [...extra, `${[...rejections.render(), ...store.writes.render()].join("\n")}\n`];
     return c.body(renderMetrics(snapshot, flagged, extra), 200, {
       "content-type": "text/plain; version=0.0.4; charset=utf-8",
@@ -216,18 +224,11 @@ export function createApp(deps: AppDeps): Hono {
   // ---- admin API ----------------------------------------------------------
   const api = new Hono();
   api.use("/api/*", async (c, next) => {
-    const token = bearerToken(c.req.header("authorization"));
-    if (token === null || !safeEqual(token, deps.adminToken)) {
+    if (!isToken(c.req.header("authorization"), deps.adminToken)) {
       return c.json({ error: "admin token required: Authorization: Bearer <token>" }, 401);
     }
     await next();
   });
-
-  api.get("/api/sessions", (c) =>
-    c.json({
-      sessions: store.sessions({ now: now(), liveWindowMs: liveWindow() }),
-    } satisfies SessionsResponse),
-  );
 
   api.get("/api/events", (c) => {
     const raw = c.req.query("limit");
@@ -342,5 +343,6 @@ export function ingest(
     now: at,
     plan: (ctx, t) => planTransition(ctx, t, knobs, at),
     directiveMaxAgeMs: cfg.progress.recover_window,
+    pluginLiveMs: knobs.liveWindowMs,
   });
 }

@@ -1,10 +1,10 @@
-import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import { loadCredentials, tildePath } from "./credentials.ts";
-import { readOrCreateSecret, secretFilePaths } from "./secret-files.ts";
+import { readOrCreateSecret, readSecretFile, secretFilePaths } from "./secret-files.ts";
 
 const dirs: string[] = [];
 const home = () => {
@@ -70,14 +70,102 @@ describe("credentials", () => {
     expect(() => loadCredentials(cfg, { ...env, BOB_KEY: "" })).toThrow(/bob needs \$BOB_KEY/);
   });
 
-  it("tightens a token file left readable by others, and names unique client keys only", () => {
+  it("repairs a token file others could read and warns with its real mode; logs the real mode of each file", () => {
     const h = home();
-    const paths = secretFilePaths({ HOME: h });
-    readOrCreateSecret(paths.plugin);
-    writeFileSync(paths.plugin, "kept-value", { mode: 0o644 });
+    const env = { HOME: h };
+    const paths = secretFilePaths(env);
+    loadCredentials(configSchema.parse({}), env);
+    writeFileSync(paths.plugin, "kept-value-kept-value-kept-value-1");
     chmodSync(paths.plugin, 0o644);
-    expect(readOrCreateSecret(paths.plugin)).toEqual({ value: "kept-value", created: false });
+    chmodSync(paths.admin, 0o400);
+    const c = loadCredentials(configSchema.parse({}), env);
+    expect(c.pluginToken).toBe("kept-value-kept-value-kept-value-1");
     expect(mode(paths.plugin)).toBe(0o600);
+    const said = c.lines.join("\n");
+    expect(said).toContain(`plugin token: read from ${paths.plugin} (mode 0600); WARNING: it was mode 0644`);
+    expect(said).toContain(`admin token: read from ${paths.admin} (mode 0400)`);
+    expect(said).toContain(`gate client key (default): read from ${paths.client} (mode 0600)`);
+    expect(said.match(/WARNING/g)).toHaveLength(1);
+  });
+
+  it("refuses a token file that is a symbolic link: the target is neither read nor tightened", () => {
+    const h = home();
+    const env = { HOME: h };
+    const paths = secretFilePaths(env);
+    const outside = join(h, "elsewhere.txt");
+    writeFileSync(outside, "a-value-someone-else-owns-0123456789", { mode: 0o644 });
+    chmodSync(outside, 0o644);
+    mkdirSync(paths.dir, { recursive: true });
+    symlinkSync(outside, paths.plugin);
+    expect(() => loadCredentials(configSchema.parse({}), env)).toThrow(
+      `${paths.plugin} is a symbolic link, and stallguard does not follow links to its secrets`,
+    );
+    expect(mode(outside)).toBe(0o644);
+    expect(readSecretFile(paths.plugin)).toBeNull();
+    // A dangling link is refused the same way, not reported as a missing file.
+    rmSync(outside);
+    expect(() => readOrCreateSecret(paths.plugin)).toThrow(/is a symbolic link/);
+  });
+
+  it("an empty token file, or one without a valid token, stops start-up naming the file and the fix", () => {
+    const h = home();
+    const env = { HOME: h };
+    const paths = secretFilePaths(env);
+    mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+    writeFileSync(paths.admin, "\n", { mode: 0o600 });
+    expect(() => loadCredentials(configSchema.parse({}), env)).toThrow(
+      `${paths.admin} is empty: delete it and start again (a new one is written), or write the token into it`,
+    );
+    writeFileSync(paths.admin, "two words\n");
+    expect(() => loadCredentials(configSchema.parse({}), env)).toThrow(
+      `${paths.admin} does not hold a valid token`,
+    );
+  });
+
+  it("a variable that is set but invalid stops start-up naming it; no file is used instead", () => {
+    const h = home();
+    const cfg = configSchema.parse({});
+    for (const name of ["STALLGUARD_ADMIN_TOKEN", "STALLGUARD_TOKEN", "STALLGUARD_CLIENT_KEY"]) {
+      const env = { HOME: h, [name]: "has a space" };
+      expect(() => loadCredentials(cfg, env), name).toThrow(
+        `$${name} is set but is not a valid secret (printable ASCII without spaces`,
+      );
+    }
+    // Empty means unset (a systemd EnvironmentFile line left blank): the file is used.
+    expect(loadCredentials(cfg, { HOME: h, STALLGUARD_ADMIN_TOKEN: "" }).lines[0]).toContain("admin.token");
+    const named = configSchema.parse({ server: { client_keys: [{ name: "alice", key_env: "ALICE_KEY" }] } });
+    expect(() => loadCredentials(named, { HOME: h, ALICE_KEY: "caf\u00e9" })).toThrow(
+      "alice: $ALICE_KEY is set but is not a valid key",
+    );
+  });
+
+  it("beyond loopback every credential must be 32+ characters with 10+ different ones", () => {
+    const h = home();
+    const strong = "Xq3vT9pL2mK8wR4sZ7yB1nC6dF5gH0jA";
+    const cfg = (extra: object = {}) => configSchema.parse({ server: { host: "0.0.0.0", ...extra } });
+    const env = (admin: string) => ({ HOME: h, STALLGUARD_ADMIN_TOKEN: admin, STALLGUARD_TOKEN: strong });
+    expect(() => loadCredentials(cfg(), env("x"))).toThrow(
+      "refusing to bind 0.0.0.0: $STALLGUARD_ADMIN_TOKEN is 1 character(s); beyond loopback a token needs at least 32",
+    );
+    expect(() => loadCredentials(cfg(), env("ab".repeat(20)))).toThrow(
+      "$STALLGUARD_ADMIN_TOKEN has only 2 different character(s)",
+    );
+    // The client key file serve writes is strong; one written by hand is checked too.
+    expect(loadCredentials(cfg(), env(strong)).adminToken).toBe(strong);
+    writeFileSync(secretFilePaths({ HOME: h }).client, "short-key");
+    expect(() => loadCredentials(cfg(), env(strong))).toThrow(
+      `refusing to bind 0.0.0.0: ${secretFilePaths({ HOME: h }).client} is 9 character(s)`,
+    );
+    const named = cfg({ client_keys: [{ name: "bob", key_env: "BOB_KEY" }] });
+    expect(() => loadCredentials(named, { ...env(strong), BOB_KEY: "bob" })).toThrow(
+      "$BOB_KEY (client key bob) is 3 character(s)",
+    );
+    // On loopback a short token is the operator's business.
+    expect(loadCredentials(configSchema.parse({}), env("x")).adminToken).toBe("x");
+  });
+
+  it("names unique client keys only, and writes paths under HOME with ~", () => {
+    const h = home();
     const dup = configSchema.safeParse({
       server: {
         client_keys: [

@@ -33,6 +33,10 @@ export const EXCLUDED: readonly ExcludedKnob[] = [
     why: "channels carry secret env names and are built at start; enable/disable and min_severity live on the Channels panel",
   },
   {
+    path: "watchdog.opencode_db.path",
+    why: "a file the watchdog opens; set it in config.local.yaml, never from a browser",
+  },
+  {
     path: "plugin.*",
     why: "read by the plugin inside opencode at its start (opencode.json options or STALLGUARD_CONFIG); the server cannot push it",
   },
@@ -41,6 +45,8 @@ export const EXCLUDED: readonly ExcludedKnob[] = [
 const DESCRIPTIONS: Record<string, string> = {
   "server.max_progress_bytes": "Largest POST /progress body accepted; larger is 413",
   "server.max_proxy_bytes": "Largest request body the gate forwards",
+  "server.public_session_metrics":
+    "Per-session /metrics series (session ids, agents, targets) without the admin token",
   "server.upstream_timeout": "How long the gate waits for the upstream model endpoint",
   prices: "Model -> {prompt, completion, cached} dollars per million tokens",
   "progress.mode": "What a detection does: warn, auto_compact, auto_limit_context, auto_recover",
@@ -84,6 +90,7 @@ const DESCRIPTIONS: Record<string, string> = {
   "watchdog.model": "Second-opinion model; empty uses verification.model",
   "watchdog.read_only_agents": "Read-only agents for the watchdog; empty uses progress.read_only_agents",
   "watchdog.servers": "opencode server URLs to watch besides rc-servers.json",
+  "watchdog.opencode_db.enabled": "Read opencode's own database (every local session) read-only",
   "watchdog.timeout": "Per-request timeout against opencode and the local model",
   "watchdog.lookback": "Sessions updated this long before the first tick are checked",
   "verification.model": "Local verification model",

@@ -3,12 +3,21 @@
 import type { MetricsSnapshot, SessionView } from "../db/store.ts";
 import { type MetricType, metricLines, promText, type Sample } from "../prom-text.ts";
 
+/** Flagged sessions that get per-session series at most (looping first); the rest are counted. */
+export const WARNING_SERIES_MAX = 200;
+
 /**
- * Renders the store's snapshot, one warning series per flagged session (it names
- * the session, agent, turns and $ since landed and the top repeated target, as
- * the spec's /metrics warning does), then any extra text such as the gate's.
+ * Renders the store's snapshot (aggregate series, always public), then, when
+ * `flagged` is given (the admin token, or server.public_session_metrics), one
+ * warning series per flagged session (it names the session, agent, turns and $
+ * since landed and the top repeated target, as the spec's /metrics warning
+ * does), then any extra text such as the gate's.
  */
-export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], extra: string[] = []): string {
+export function renderMetrics(
+  s: MetricsSnapshot,
+  flagged: SessionView[] | null = null,
+  extra: string[] = [],
+): string {
   const lines: string[] = [];
   const metric = (name: string, type: MetricType, help: string, samples: Sample[]) =>
     lines.push(...metricLines(name, type, help, samples));
@@ -52,6 +61,10 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
     ["ok", "failed"],
   ]);
   counter("stallguard_progress_messages_total", "POST /progress messages accepted.");
+  counter(
+    "stallguard_watchdog_covered_total",
+    "Watchdog transitions not stored because the session's plugin reports it (one judge per session).",
+  );
   counter("stallguard_progress_duplicates_total", "Retried transitions already stored.");
   counter("stallguard_alerts_total", "Alerts handed to the notifier.");
   counter(
@@ -72,14 +85,28 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
   );
   gauge(
     "stallguard_watchdog_blind",
-    "1 when the last watchdog tick found no opencode server.",
+    "1 when the last watchdog tick could read no source that was there (opencode.db, a server).",
     s.lastTick?.blind ? 1 : 0,
   );
-  const shown = flagged.filter((f) => f.verdict !== "ok").slice(0, 200);
+  const shown = (flagged ?? []).filter((f) => f.verdict !== "ok").slice(0, WARNING_SERIES_MAX);
+  gauge(
+    "stallguard_warning_series_omitted",
+    `Flagged sessions without a stallguard_warning series in this answer (per-session series need the admin token or server.public_session_metrics; at most ${WARNING_SERIES_MAX}).`,
+    Math.max(0, s.sessionsByVerdict.stalling + s.sessionsByVerdict.looping - shown.length),
+  );
+  const own = flagged === null ? lines : [...lines, ...sessionSeries(shown)];
+  const more = extra.filter((x) => x.trim().length > 0).map((x) => (x.endsWith("\n") ? x : `${x}\n`));
+  return promText(own) + more.join("");
+}
+
+/** One warning series and three figures per flagged session. */
+function sessionSeries(shown: SessionView[]): string[] {
+  const lines: string[] = [];
+  const metric = (name: string, help: string, samples: Sample[]) =>
+    lines.push(...metricLines(name, "gauge", help, samples));
   const id = (f: SessionView) => ({ session_id: f.session_id, root_id: f.root_id });
   metric(
     "stallguard_warning",
-    "gauge",
     "1 per session flagged now, labelled with its agent, verdict, reason and top repeated target.",
     shown.map((f) => [
       {
@@ -96,23 +123,18 @@ export function renderMetrics(s: MetricsSnapshot, flagged: SessionView[] = [], e
   );
   metric(
     "stallguard_warning_turns_since_landed",
-    "gauge",
     "Turns since the last landed change, per flagged session.",
     shown.map((f) => [id(f), f.turns_since_landed]),
   );
   metric(
     "stallguard_warning_usd_since_landed",
-    "gauge",
     "Dollars since the last landed change, per flagged session.",
     shown.map((f) => [id(f), f.usd_since_landed]),
   );
   metric(
     "stallguard_warning_context_tokens",
-    "gauge",
     "Latest context size, per flagged session.",
     shown.map((f) => [id(f), f.context_tokens]),
   );
-  const own = promText(lines);
-  const more = extra.filter((x) => x.trim().length > 0).map((x) => (x.endsWith("\n") ? x : `${x}\n`));
-  return own + more.join("");
+  return lines;
 }

@@ -31,11 +31,35 @@ export function checkBindHost(
   };
 }
 
+/** The shortest token, and the fewest different characters in it, serve accepts beyond loopback. */
+export const MIN_TOKEN_CHARS = 32;
+export const MIN_TOKEN_DISTINCT = 10;
+
+/**
+ * Why a token is too weak to guard a server other machines can reach, or null:
+ * fewer than 32 characters, or so few different ones (aaaa..., 1212...) that
+ * its length says nothing. A generated token (43 base64url characters) passes.
+ */
+export function tokenWeakness(token: string): string | null {
+  if (token.length < MIN_TOKEN_CHARS)
+    return `is ${token.length} character(s); beyond loopback a token needs at least ${MIN_TOKEN_CHARS}`;
+  const distinct = new Set(token).size;
+  if (distinct < MIN_TOKEN_DISTINCT)
+    return `has only ${distinct} different character(s); beyond loopback a token needs at least ${MIN_TOKEN_DISTINCT}`;
+  return null;
+}
+
 /** The token of an `Authorization: Bearer <token>` header, or null. */
 export function bearerToken(header: string | undefined | null): string | null {
   if (!header) return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return m ? (m[1] ?? null) : null;
+}
+
+/** Whether an Authorization header carries `expected` as its bearer token (constant time). */
+export function isToken(header: string | undefined | null, expected: string): boolean {
+  const token = bearerToken(header);
+  return token !== null && safeEqual(token, expected);
 }
 
 /** Compares two secrets in constant time (over their digests, so lengths do not leak either). */

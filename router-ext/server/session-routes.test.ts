@@ -112,7 +112,6 @@ describe("session page API and marks", () => {
     expect((await call("POST", `/api/sessions/${WORKER}/mark`, { kind: "false_alarm", x: 1 })).status).toBe(
       400,
     );
-    expect((await call("POST", `/api/sessions/${QUIET}/mark`, { kind: "false_alarm" })).status).toBe(409);
     expect((await call("POST", "/api/sessions/ses_nobody/mark", { kind: "false_alarm" })).status).toBe(404);
 
     now = T0 + 1000;
@@ -122,6 +121,7 @@ describe("session page API and marks", () => {
       root_id: ROOT,
       mark: { kind: "false_alarm", by: "bob", at: T0 + 1000, verdict: "looping", reason: "repeat_target" },
       lifted: [`tree ${ROOT}`, `session ${SIBLING}`],
+      note: null,
     });
     expect(refused(WORKER)).toBe(false);
     expect(refused(SIBLING)).toBe(false);
@@ -147,6 +147,49 @@ describe("session page API and marks", () => {
     expect((await call("DELETE", `/api/sessions/${WORKER}/mark`)).status).toBe(404);
     expect(await json("GET", "/api/labels")).toEqual({});
     expect(refused(WORKER)).toBe(false);
+  });
+
+  it("a session id in the path obeys the wire's id pattern: 400 naming the charset, nothing marked", async () => {
+    for (const bad of ["ses_%E2%80%AEgnp", "ses_%0Aforged", "ses%20x", `s${"x".repeat(200)}`]) {
+      for (const [method, path] of [
+        ["GET", `/api/sessions/${bad}`],
+        ["POST", `/api/sessions/${bad}/mark`],
+        ["DELETE", `/api/sessions/${bad}/mark`],
+      ] as const) {
+        const res = await call(method, path, method === "POST" ? { kind: "confirmed_loop" } : undefined);
+        expect(res.status, `${method} ${path}`).toBe(400);
+        expect(await res.text()).toContain("opencode's id charset");
+      }
+    }
+    expect(store.labels()).toEqual({});
+  });
+
+  it("a session never flagged takes either mark as a label; a false alarm there lifts nothing and says so", async () => {
+    expect(refused(WORKER)).toBe(true);
+    now = T0 + 1000;
+    const healthy = await json("POST", `/api/sessions/${QUIET}/mark`, { kind: "false_alarm", by: "bob" });
+    expect(healthy).toEqual({
+      session_id: QUIET,
+      root_id: QUIET,
+      mark: { kind: "false_alarm", by: "bob", at: T0 + 1000, verdict: "ok", reason: null },
+      lifted: [],
+      note: "never flagged: nothing to lift; kept as a healthy run for calibrate",
+    });
+    // The other tree's hard stop is untouched.
+    expect(refused(WORKER)).toBe(true);
+    // A never-flagged sibling in the stopped tree: marking it lifts nothing either.
+    const sibling = await json("POST", `/api/sessions/${SIBLING}/mark`, { kind: "false_alarm" });
+    expect(sibling).toMatchObject({
+      lifted: [],
+      note: expect.stringMatching(/^never flagged: nothing to lift/),
+    });
+    expect(refused(WORKER)).toBe(true);
+    const missed = await json("POST", `/api/sessions/${QUIET}/mark`, { kind: "confirmed_loop" });
+    expect(missed).toMatchObject({
+      lifted: [],
+      note: expect.stringMatching(/^never flagged: kept as a loop/),
+    });
+    expect((await json("GET", "/api/labels"))[QUIET]).toMatchObject({ label: "loop", verdict: "ok" });
   });
 
   it("a confirmed loop is a label only: the hard stop stays", async () => {

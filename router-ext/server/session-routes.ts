@@ -1,18 +1,26 @@
-// The session page's API and the marks, mounted by createApp inside the admin
-// API (behind the admin token and whatever checks guard its writes):
+// The sessions API and the marks, mounted by createApp inside the admin API
+// (behind the admin token and whatever checks guard its writes):
+//   GET    /api/sessions            ?limit=1..2000 (2000) &offset=0..: every flagged,
+//                                   refused or marked session, then a page of the others
 //   GET    /api/sessions/:id        everything the session page shows
-//   POST   /api/sessions/:id/mark   {kind: "false_alarm" | "confirmed_loop", by?}
+//   POST   /api/sessions/:id/mark   {kind: "false_alarm" | "confirmed_loop", by?}: any session
 //   DELETE /api/sessions/:id/mark   removes the mark (lifted refusals stay lifted)
 //   GET    /api/labels              the marks as a calibrate labels document
 import { Hono } from "hono";
 import { z } from "zod";
+import { idSchema } from "../../shared/wire.ts";
+import type { SessionsResponse } from "../api/schemas.ts";
 import { type MarkResponse, markKinds, type SessionDetail } from "../api/session-detail.ts";
+import { sessionPage } from "../db/session-list.ts";
 import type { Store } from "../db/store.ts";
-import { byName, issuesOf, validBody } from "./admin-body.ts";
+import { byName, issuesOf, validBody, validQuery } from "./admin-body.ts";
 import type { LiveConfig } from "./live-config.ts";
 
-const sessionIdSchema = z.string().min(1).max(200);
 const markSchema = z.strictObject({ kind: z.enum(markKinds), by: byName.optional() });
+const pageSchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(2000).default(2000),
+  offset: z.coerce.number().int().min(0).max(1_000_000_000).default(0),
+});
 
 export interface SessionRoutesDeps {
   store: Store;
@@ -28,8 +36,17 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
 
   app.get("/api/labels", (c) => c.json(d.store.labels()));
 
+  app.get("/api/sessions", (c) => {
+    const q = validQuery(c, pageSchema);
+    if (!q.ok) return q.answer;
+    // The gate's waiting batch first, so a session it just learnt is listed.
+    d.store.flush();
+    const page = sessionPage(d.store.tables, { now: d.now(), liveWindowMs: d.liveWindow(), ...q.data });
+    return c.json(page satisfies SessionsResponse);
+  });
+
   app.get("/api/sessions/:id", (c) => {
-    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
     const detail = d.store.sessionDetail(id.data, {
       now: d.now(),
@@ -41,7 +58,7 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
   });
 
   app.post("/api/sessions/:id/mark", async (c) => {
-    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
     const body = await validBody(c, markSchema);
     if (!body.ok) return body.answer;
@@ -49,19 +66,19 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
     const at = d.now();
     const r = d.store.mark(id.data, kind, by, at);
     if (!r.ok) return c.json({ error: r.error }, r.status);
-    d.log(
-      `session ${id.data}: marked ${kind.replace("_", " ")} by ${by}${r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : ""}`,
-    );
+    const what = r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : r.note ? `; ${r.note}` : "";
+    d.log(`session ${id.data}: marked ${kind.replace("_", " ")} by ${by}${what}`);
     return c.json({
       session_id: id.data,
       root_id: r.rootId,
       mark: r.mark,
       lifted: r.lifted,
+      note: r.note,
     } satisfies MarkResponse);
   });
 
   app.delete("/api/sessions/:id/mark", (c) => {
-    const id = sessionIdSchema.safeParse(c.req.param("id"));
+    const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
     const root = d.store.unmark(id.data);
     if (root === null) return c.json({ error: `no mark on ${id.data}` }, 404);

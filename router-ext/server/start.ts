@@ -246,6 +246,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     }
     watchdog = wd.startWatchdogLoop({
       config: cfg(),
+      // watchdog.servers from the files and flags only: an admin-set URL gets no opencode password.
+      fileServers: base.watchdog.servers,
       routerUrl: url,
       token: pluginToken,
       statePath: wd.defaultStatePath(env),

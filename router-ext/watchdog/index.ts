@@ -1,6 +1,8 @@
 // The watchdog: an independent, scheduled sensor for sessions without a
-// plugin. It reads opencode's server API, judges with the shared core and
-// reports verdict changes to the router extension (source: watchdog).
+// plugin. It reads opencode's own database (every local session) and any
+// opencode servers it is told about, judges with the shared core and reports
+// verdict changes to the router extension (source: watchdog).
+export { type DbSeen, type DbState, readDbSource } from "./db-source.ts";
 export { buildDigest, type DigestCall, type DigestInput } from "./digest.ts";
 export { discover, type Seen } from "./discover.ts";
 export { judgeTick, judgeTree, type RouterOutcome, settleTick } from "./judge.ts";

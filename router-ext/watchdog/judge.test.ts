@@ -2,8 +2,9 @@
 // it remembers after the report, and when it raises the router-down alert.
 import { describe, expect, test } from "vitest";
 import { configSchema } from "../../shared/index.ts";
+import { type DbSeen, emptyDbSeen } from "./db-source.ts";
 import type { Seen, WatchedTree } from "./discover.ts";
-import { judgeTick, settleTick } from "./judge.ts";
+import { judgeTick, readability, settleTick } from "./judge.ts";
 import { emptyState } from "./state.ts";
 
 const config = configSchema.parse({ local_compute: { enabled: false } });
@@ -33,10 +34,12 @@ function readLoop(id: string, n: number): WatchedTree {
 }
 
 const seen = (over: Partial<Seen> = {}): Seen => ({
+  db: emptyDbSeen("missing", "/d/opencode.db"),
   known: 1,
   servers: 1,
   listed: 1,
   trees: [],
+  serverTrees: over.trees?.length ?? 0,
   shapeErrors: [],
   apiErrors: [],
   treeFailures: 0,
@@ -45,17 +48,20 @@ const seen = (over: Partial<Seen> = {}): Seen => ({
 });
 
 describe("judgeTick", () => {
-  test("no server: blind, warned once after blindAfter ticks, nothing judged", () => {
+  test("no database and no server answering: quiet (not blind); the silent servers said once", () => {
     let state = emptyState();
     const logs: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const j = judgeTick(state, seen({ servers: 0 }), config, T0 + i, { blindAfter: 3 });
-      expect(j).toMatchObject({ blind: true, blindReason: "no_server", changed: [] });
+      const j = judgeTick(state, seen({ servers: 0, listed: 0 }), config, T0 + i, { blindAfter: 3 });
+      expect(j).toMatchObject({ blind: false, blindReason: null, read: 0, changed: [] });
       logs.push(...j.logs);
       state = settleTick(j, [], { outcome: "ok", detail: "", url: "u" }, seen()).state;
     }
-    expect(logs).toHaveLength(1);
+    expect(logs).toEqual(["watchdog: warning: no opencode server answered for 3 ticks (1 known)"]);
     expect(state.last_tick_at).toBeNull();
+    // Nothing known, nothing there: nothing to say at all.
+    const none = judgeTick(emptyState(), seen({ known: 0, servers: 0, listed: 0 }), config, T0);
+    expect(none).toMatchObject({ blind: false, logs: [] });
   });
 
   test("a looping session is one change; remembered only once delivered", () => {
@@ -84,5 +90,63 @@ describe("judgeTick", () => {
     expect(j).toMatchObject({ blind: true, blindReason: "unexpected_shape" });
     expect(j.logs[0]).toContain("the watchdog is blind");
     expect(judgeTick(j.state, bad, config, T0 + 1).logs).toEqual([]);
+  });
+
+  test("blind means no source could be read although one was there", () => {
+    const db = (state: DbSeen["state"]): DbSeen => ({
+      ...emptyDbSeen(
+        state,
+        "/d/opencode.db",
+        state === "read" || state === "missing" ? null : `/d: ${state}`,
+      ),
+    });
+    const shape = ["http://oc: unexpected opencode API shape at GET /session"];
+    const cases: Array<[string, Partial<Seen>, { read: number; blind: boolean; reason: string | null }]> = [
+      [
+        "the file read, no server",
+        { db: db("read"), known: 0, servers: 0, listed: 0 },
+        { read: 1, blind: false, reason: null },
+      ],
+      [
+        "the file read, a server in an odd shape",
+        { db: db("read"), listed: 0, shapeErrors: shape },
+        { read: 1, blind: false, reason: null },
+      ],
+      ["no file, no server", { known: 0, servers: 0, listed: 0 }, { read: 0, blind: false, reason: null }],
+      [
+        "an unreadable file, no server",
+        { db: db("unreadable"), servers: 0, listed: 0 },
+        { read: 0, blind: true, reason: "db_unreadable" },
+      ],
+      [
+        "an unreadable file, a server read",
+        { db: db("unreadable") },
+        { read: 1, blind: false, reason: null },
+      ],
+      [
+        "a foreign file, a server failing",
+        { db: db("unexpected_shape"), listed: 0, apiErrors: ["x"] },
+        { read: 0, blind: true, reason: "unexpected_shape" },
+      ],
+      [
+        "no file, a server failing",
+        { listed: 0, apiErrors: ["http://oc: HTTP 500"] },
+        { read: 0, blind: true, reason: "api_error" },
+      ],
+    ];
+    for (const [name, over, want] of cases) {
+      const r = readability(seen(over));
+      expect({ name, read: r.read, blind: r.blind, reason: r.reason }).toEqual({ name, ...want });
+    }
+    // A source with a problem is said once, "blind" only when nothing was read.
+    const partial = judgeTick(
+      emptyState(),
+      seen({ db: db("read"), listed: 0, shapeErrors: shape }),
+      config,
+      T0,
+    );
+    expect(partial.logs).toEqual([`watchdog: warning: ${shape[0]}`]);
+    const blind = judgeTick(emptyState(), seen({ db: db("unreadable"), servers: 0, listed: 0 }), config, T0);
+    expect(blind.logs).toEqual(["watchdog: warning: the watchdog is blind: /d: unreadable"]);
   });
 });

@@ -17,15 +17,15 @@ import {
   watchdogReadOnlyAgents,
 } from "../../shared/index.ts";
 import { type DigestCall, digestCall } from "./digest.ts";
-import type { Seen, WatchedTree } from "./discover.ts";
-import type { ApiSession } from "./opencode-api.ts";
+import type { Seen, WatchedSession, WatchedTree } from "./discover.ts";
 import type { WatchdogState } from "./state.ts";
 
 const SINCE_SLACK_MS = 30_000;
 const MAX_LOOKBACK_MS = 7 * 24 * 3600_000;
 
 export type RouterOutcome = "ok" | "down" | "rejected" | "refused" | "not_sent";
-export type BlindReason = "no_server" | "unexpected_shape" | "api_error";
+/** Why no source could be read: the database (unreadable) or a server's answers (unexpected_shape, api_error). */
+export type BlindReason = "db_unreadable" | "unexpected_shape" | "api_error";
 
 /** Sessions updated since this time are active this tick. */
 export function activeSince(state: WatchdogState, config: Config, now: number): number {
@@ -36,7 +36,7 @@ export function activeSince(state: WatchdogState, config: Config, now: number): 
 }
 
 export interface Judged {
-  session: ApiSession;
+  session: WatchedSession;
   verdict: Verdict;
   change: Omit<VerdictChange, "previous">;
   /** The session's recent calls, for the local model's digest. */
@@ -93,11 +93,14 @@ export function judgeTree(tree: WatchedTree, config: Config): Judged[] {
 export interface TickJudgement {
   /** The tick's time. */
   at: number;
-  /** The state after judging (warnings given, blind counters); verdicts are remembered after delivery. */
+  /** The state after judging (warnings given, quiet counters); verdicts are remembered after delivery. */
   state: WatchdogState;
   servers: number;
+  /** Sources read: the database and each server that listed its sessions. 0: nothing was judged. */
+  read: number;
   sessions: number;
   flagged: number;
+  /** Something was there to read (a database file, a server answering) and none of it could be read. */
   blind: boolean;
   blindReason: BlindReason | null;
   judged: Judged[];
@@ -105,6 +108,67 @@ export interface TickJudgement {
   changed: Array<{ judged: Judged; transition: Transition }>;
   /** Lines for the log. */
   logs: string[];
+}
+
+/** What the tick could read, and why not where it could not; pure. */
+export function readability(seen: Seen): {
+  read: number;
+  blind: boolean;
+  reason: BlindReason | null;
+  problems: string[];
+} {
+  const { db, shapeErrors } = seen;
+  const dbRead = db.state === "read" ? 1 : 0;
+  const dbBroken = db.state === "unreadable" || db.state === "unexpected_shape";
+  // A server that answers the probe but lists nothing (or only trees it cannot read) is not read.
+  const serversBlind =
+    seen.servers > 0 &&
+    (seen.listed === 0 || (shapeErrors.length > 0 && seen.serverTrees === 0 && seen.treeFailures > 0));
+  const read = dbRead + (serversBlind ? 0 : seen.listed);
+  const problems = [
+    ...(dbBroken ? [db.detail ?? `${db.path}: ${db.state}`] : []),
+    ...(shapeErrors.length > 0 ? shapeErrors : serversBlind ? seen.apiErrors : []),
+  ];
+  if (serversBlind && problems.length === 0) problems.push("no session list");
+  const blind = read === 0 && (dbBroken || seen.servers > 0);
+  if (!blind) return { read, blind, reason: null, problems };
+  const reason: BlindReason =
+    db.state === "unreadable"
+      ? "db_unreadable"
+      : db.state === "unexpected_shape" || shapeErrors.length > 0
+        ? "unexpected_shape"
+        : "api_error";
+  return { read, blind, reason, problems };
+}
+
+/** The once-per-spell log lines: a source that cannot be read, servers that stopped answering. */
+function warnings(state: WatchdogState, seen: Seen, r: ReturnType<typeof readability>, blindAfter: number) {
+  const logs: string[] = [];
+  // Known servers that do not answer: said once after blindAfter ticks (the database may cover them).
+  if (seen.known > 0 && seen.servers === 0) {
+    state.blind_ticks++;
+    if (state.blind_ticks >= blindAfter && !state.blind_warned) {
+      logs.push(
+        `watchdog: warning: no opencode server answered for ${state.blind_ticks} ticks (${seen.known} known)${
+          seen.db.state === "read" ? "; opencode.db is read" : ""
+        }`,
+      );
+      state.blind_warned = true;
+    }
+  } else {
+    state.blind_ticks = 0;
+    state.blind_warned = false;
+  }
+  // A source in a shape we do not understand or that fails: said once, never a silent "all healthy".
+  if (r.problems.length > 0 && !state.shape_warned) {
+    const more = r.problems.length > 1 ? ` (+${r.problems.length - 1} more)` : "";
+    logs.push(`watchdog: warning: ${r.blind ? "the watchdog is blind: " : ""}${r.problems[0]}${more}`);
+    state.shape_warned = true;
+  }
+  if (r.problems.length === 0) state.shape_warned = false;
+  if (seen.db.malformed > 0)
+    logs.push(`watchdog: skipped ${seen.db.malformed} malformed row(s) in ${seen.db.path}`);
+  return logs;
 }
 
 /** One tick's verdicts from what it saw. */
@@ -116,51 +180,20 @@ export function judgeTick(
   opts: { blindAfter?: number } = {},
 ): TickJudgement {
   const state: WatchdogState = { ...prev, sessions: { ...prev.sessions } };
+  const r = readability(seen);
   const out: TickJudgement = {
     at: now,
     state,
     servers: seen.servers,
+    read: r.read,
     sessions: 0,
     flagged: 0,
-    blind: false,
-    blindReason: null,
+    blind: r.blind,
+    blindReason: r.reason,
     judged: [],
     changed: [],
-    logs: [],
+    logs: warnings(state, seen, r, opts.blindAfter ?? 3),
   };
-  // Nobody home: blind, quietly (the tick is still reported, so a dead watchdog stays visible).
-  if (seen.servers === 0) {
-    out.blind = true;
-    out.blindReason = "no_server";
-    state.blind_ticks++;
-    if (state.blind_ticks >= (opts.blindAfter ?? 3) && !state.blind_warned) {
-      out.logs.push(
-        `watchdog: warning: no opencode server answered for ${state.blind_ticks} ticks (${seen.known} known); the watchdog is blind`,
-      );
-      state.blind_warned = true;
-    }
-    return out;
-  }
-  state.blind_ticks = 0;
-  state.blind_warned = false;
-
-  // An API shape we do not understand: blind, said once, never a silent "all healthy".
-  // A server that answers the probe but not GET /session is no better: blind, not "all healthy".
-  const { shapeErrors } = seen;
-  const blindByShape =
-    shapeErrors.length > 0 && (seen.listed === 0 || (seen.trees.length === 0 && seen.treeFailures > 0));
-  const blindByApi = !blindByShape && seen.listed === 0;
-  const problems = shapeErrors.length > 0 ? shapeErrors : seen.apiErrors;
-  if ((shapeErrors.length > 0 || blindByApi) && !state.shape_warned) {
-    out.logs.push(
-      `watchdog: warning: ${blindByShape || blindByApi ? "the watchdog is blind: " : ""}${problems[0] ?? "no session list"}${
-        problems.length > 1 ? ` (+${problems.length - 1} more)` : ""
-      }`,
-    );
-    state.shape_warned = true;
-  }
-  if (shapeErrors.length === 0 && !blindByApi) state.shape_warned = false;
-
   // A session reached from two roots (a parent lookup failed on one path) is judged once.
   const ids = new Set<string>();
   out.judged = seen.trees
@@ -168,10 +201,6 @@ export function judgeTick(
     .filter((j) => !ids.has(j.session.id) && ids.add(j.session.id));
   out.sessions = out.judged.length;
   out.flagged = out.judged.filter((j) => j.verdict !== "ok").length;
-  if (blindByShape || blindByApi) {
-    out.blind = true;
-    out.blindReason = blindByShape ? "unexpected_shape" : "api_error";
-  }
   for (const j of out.judged) {
     const previous: Verdict = state.sessions[j.session.id]?.verdict ?? "ok";
     if (previous === j.verdict) continue;
@@ -200,14 +229,14 @@ export interface TickSettlement {
 export function settleTick(
   j: TickJudgement,
   sent: ReadonlyArray<{ judged: Judged }>,
-  router: { outcome: RouterOutcome; detail: string; url: string },
-  seen: Pick<Seen, "listed" | "truncated">,
+  router: { outcome: RouterOutcome; detail: string; url: string; covered?: readonly string[] },
+  seen: Pick<Seen, "truncated">,
 ): TickSettlement {
   const now = j.at;
   const state: WatchdogState = { ...j.state, sessions: { ...j.state.sessions } };
   const logs: string[] = [];
-  // No server: last_tick_at stays, so changes not yet delivered are listed again once opencode is back.
-  if (j.blindReason === "no_server") return { state, logs, alert: null };
+  // Nothing read: last_tick_at stays, so changes not yet delivered are listed again once opencode is back.
+  if (j.read === 0 && !j.blind) return { state, logs, alert: null };
   const { outcome, detail } = router;
   const delivered = outcome === "ok" || outcome === "rejected";
   if (outcome === "rejected") logs.push(`watchdog: the router rejected the report: ${detail}`);
@@ -231,13 +260,19 @@ export function settleTick(
       };
     }
   }
-  const pending = new Set(delivered ? [] : sent.map((c) => c.judged));
+  // Not stored by the router (undelivered, or left to the session's plugin): found again next tick.
+  const covered = new Set(router.covered ?? []);
+  const pending = new Set(
+    delivered
+      ? sent.filter((c) => covered.has(c.judged.session.id)).map((c) => c.judged)
+      : sent.map((c) => c.judged),
+  );
   for (const x of j.judged) {
     const prev = state.sessions[x.session.id];
     if (pending.has(x)) {
       if (prev) state.sessions[x.session.id] = { ...prev, seen_at: now };
     } else state.sessions[x.session.id] = { verdict: x.verdict, seen_at: now };
   }
-  if (delivered && seen.listed > 0 && !seen.truncated) state.last_tick_at = now;
+  if (delivered && j.read > 0 && !seen.truncated) state.last_tick_at = now;
   return { state, logs, alert };
 }

@@ -62,7 +62,7 @@ describe("in-process loop", () => {
     expect(live()).toEqual([]); // nothing is scheduled after stop()
     expect(after).toBeGreaterThanOrEqual(2);
     expect(results.length).toBe(after); // nothing ran after stop()
-    expect(results.every((r) => r.blind && r.blindReason === "no_server" && !r.skipped)).toBe(true);
+    expect(results.every((r) => !r.blind && r.servers === 0 && !r.skipped)).toBe(true);
     expect(posts).toBe(after); // each tick recorded itself with the router (watchdog_tick)
   });
 });
@@ -112,10 +112,14 @@ describe("watchdog CLI helpers", () => {
     const store = new Store(openDatabase(dbPath));
     store.setKnobOverride("watchdog.local_llm_enabled", false, "test", 1);
     store.setKnobOverride("thresholds.top_warn", 9, "test", 1);
+    store.setKnobOverride("watchdog.servers", ["http://attacker.example:4096"], "test", 1);
     store.close();
     const r = await loadWatchdogConfig(undefined, { dbPath });
     expect(r.ok && r.config.watchdog.local_llm_enabled).toBe(false);
     expect(r.ok && r.config.thresholds.top_warn).toBe(9);
+    // The admin page's servers are watched, but are not among the servers the files name.
+    expect(r.ok && r.config.watchdog.servers).toEqual(["http://attacker.example:4096"]);
+    expect(r.ok && r.fileServers).toEqual([]);
     const none = await loadWatchdogConfig(undefined, { dbPath: join(tmp, "db", "absent.db") });
     expect(none.ok && none.config.watchdog.local_llm_enabled).toBe(true);
   });

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import {
+  authFor,
   collectServers,
   normalizeServerUrl,
   opencodeAuthHeader,
@@ -90,6 +91,24 @@ describe("server list", () => {
     expect(opencodeAuthHeader({ OPENCODE_SERVER_PASSWORD: "pw" })).toBe(
       `Basic ${Buffer.from("opencode:pw").toString("base64")}`,
     );
+  });
+
+  test("the password goes to registry, config-file and flag servers only, never to an admin-set URL", () => {
+    const basic = opencodeAuthHeader({ OPENCODE_SERVER_PASSWORD: "pw" });
+    const auth = authFor(basic, {
+      registry: ["http://127.0.0.1:4096/"],
+      configFiles: ["https://box:443/oc/"],
+      flags: ["http://127.0.0.1:5000"],
+    });
+    for (const url of ["http://127.0.0.1:4096", "https://box/oc", "http://127.0.0.1:5000"])
+      expect(auth(url), url).toBe(basic);
+    expect(auth("http://attacker.example:4096")).toBeNull();
+    expect(auth("http://127.0.0.1:4097")).toBeNull();
+    expect(
+      authFor(null, { registry: ["http://127.0.0.1:4096"], configFiles: [], flags: [] })(
+        "http://127.0.0.1:4096",
+      ),
+    ).toBeNull();
   });
 
   test("probe: a live HTTP server answers, a closed port does not", async () => {

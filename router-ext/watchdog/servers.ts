@@ -5,15 +5,12 @@
 // array of entries, or the values of a map. A missing or malformed file is an
 // empty list, never an error.
 import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
+import { opencodeDataDir } from "../opencode-db/path.ts";
 
 /** `$XDG_DATA_HOME/opencode/rc-servers.json`, defaulting to `~/.local/share`. */
 export function rcServersPath(env: NodeJS.ProcessEnv = process.env): string {
-  const data = env.XDG_DATA_HOME?.startsWith("/")
-    ? env.XDG_DATA_HOME
-    : join(env.HOME || homedir(), ".local", "share");
-  return join(data, "opencode", "rc-servers.json");
+  return join(opencodeDataDir(env), "rc-servers.json");
 }
 
 /** An http(s) URL without credentials, query or trailing slash; null when it is not one. */
@@ -90,6 +87,22 @@ export function collectServers(sources: {
     if (u) out.add(u);
   }
   return [...out];
+}
+
+/**
+ * The credential rule: OPENCODE_SERVER_PASSWORD goes only to servers the
+ * operator named where secrets live, the registry file opencode writes, the
+ * config files and --server flags. A URL only the admin page's watchdog.servers
+ * knob names (a browser session can set it) is probed without credentials.
+ */
+export function authFor(
+  auth: string | null,
+  operator: { registry: readonly string[]; configFiles: readonly string[]; flags: readonly string[] },
+): (url: string) => string | null {
+  const trusted = new Set(
+    collectServers({ registry: operator.registry, config: operator.configFiles, flags: operator.flags }),
+  );
+  return (url) => (auth !== null && trusted.has(url) ? auth : null);
 }
 
 /** Basic auth for servers started with OPENCODE_SERVER_PASSWORD, as opencode's own clients send it. */

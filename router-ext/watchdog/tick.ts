@@ -1,18 +1,22 @@
-// One watchdog tick, the shell: take the lock, load the state, see what
-// opencode runs (discover.ts), judge it (judge.ts, pure), ask the local model
-// about flagged changes, report to the router, raise the router-down alert,
-// save the state. It reports; it never aborts or compacts anything.
+// One watchdog tick, the shell: take the lock, load the state, read what
+// opencode runs (discover.ts: its database, then its servers), judge it
+// (judge.ts, pure), ask the local model about flagged changes, report to the
+// router, raise the router-down alert, save the state. It reports; it never
+// aborts or compacts anything.
 
 import {
   type Config,
   type ProgressMessage,
   parseProgressBody,
+  progressResponseSchema,
   type Transition,
   type WatchdogTick,
   watchdogModel,
 } from "../../shared/index.ts";
 import { postProgress } from "../../shared/progress-client.ts";
+import { opencodeDbPath } from "../opencode-db/path.ts";
 import { readSecretFile, secretFilePaths } from "../server/secret-files.ts";
+import type { DbState } from "./db-source.ts";
 import { notifyCritical } from "./desktop.ts";
 import { buildDigest } from "./digest.ts";
 import { discover } from "./discover.ts";
@@ -26,7 +30,7 @@ import {
 } from "./judge.ts";
 import { acquireLock } from "./lock.ts";
 import { askSecondOpinion, type SecondOpinion } from "./ollama.ts";
-import { opencodeAuthHeader, rcServersPath, readRcServers } from "./servers.ts";
+import { authFor, opencodeAuthHeader, rcServersPath, readRcServers } from "./servers.ts";
 import { loadState, saveState } from "./state.ts";
 
 export type { RouterOutcome };
@@ -35,6 +39,12 @@ export interface WatchdogTickOptions {
   config: Config;
   /** Extra opencode server URLs (the CLI's --server flags). */
   servers?: string[];
+  /**
+   * watchdog.servers as the config files (and flags) set it, without the admin
+   * page's overrides: with the registry's and --server URLs, the only servers
+   * sent OPENCODE_SERVER_PASSWORD. Default none.
+   */
+  fileServers?: readonly string[];
   /** The router extension's base URL, e.g. http://127.0.0.1:4870. */
   routerUrl: string;
   /** Bearer token for POST /progress; default env STALLGUARD_TOKEN (or the plugin.token_env name). */
@@ -49,7 +59,9 @@ export interface WatchdogTickOptions {
   env?: NodeJS.ProcessEnv;
   /** Default: $XDG_DATA_HOME/opencode/rc-servers.json. */
   rcServersPath?: string;
-  /** Consecutive ticks with no server answering before the blind warning is logged (default 3). */
+  /** opencode's database. Default: watchdog.opencode_db.path, else where opencode keeps it (env). */
+  opencodeDbPath?: string | null;
+  /** Consecutive ticks with no known server answering before that is logged (default 3). */
   blindAfter?: number;
 }
 
@@ -59,14 +71,19 @@ export interface WatchdogTickResult {
   skipped: boolean;
   /** opencode servers that answered. */
   servers: number;
+  /** What the tick made of opencode's database (off, missing, read, unreadable, unexpected_shape). */
+  db: DbState;
+  /** Rows of opencode's database skipped as malformed. */
+  malformed: number;
   /** Sessions judged (active ones plus the rest of their trees). */
   sessions: number;
   /** Judged sessions whose verdict is not ok. */
   flagged: number;
   /**
-   * No server answered (no_server), opencode answered in a shape the watchdog does not
-   * understand (unexpected_shape), or no answering server listed its sessions (api_error).
-   * On the wire, blind with servers > 0 means the watchdog is blind while opencode runs.
+   * No source could be read although one was there: opencode's database could not be opened
+   * (db_unreadable), it or a server is in a shape the watchdog does not understand
+   * (unexpected_shape), or no answering server listed its sessions (api_error). No database
+   * and no server answering is not blind: nothing runs, and the tick is quiet.
    */
   blind: boolean;
   blindReason: BlindReason | null;
@@ -87,22 +104,35 @@ function clockOf(now: WatchdogTickOptions["now"]): () => number {
   return Date.now;
 }
 
+/** The sessions the router left to their plugin (an answer it cannot parse names none). */
+function coveredIn(text: string): string[] {
+  try {
+    const r = progressResponseSchema.safeParse(JSON.parse(text));
+    return r.success ? (r.data.covered ?? []) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** Posts in batches; the first batch that fails decides the outcome. */
 async function report(
   url: string,
   messages: ProgressMessage[],
   opts: { token: string | null; timeoutMs: number; fetchImpl: typeof fetch },
-): Promise<{ outcome: RouterOutcome; detail: string }> {
+): Promise<{ outcome: RouterOutcome; detail: string; covered: string[] }> {
+  const covered: string[] = [];
   for (let i = 0; i < messages.length; i += BATCH) {
     const r = await postProgress(url, messages.slice(i, i + BATCH), {
       token: opts.token,
       timeoutMs: opts.timeoutMs,
       fetch: opts.fetchImpl,
     });
-    if (r.status === "retry") return { outcome: "down", detail: r.detail };
-    if (r.status !== "sent") return { outcome: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}` };
+    if (r.status === "retry") return { outcome: "down", detail: r.detail, covered };
+    if (r.status !== "sent")
+      return { outcome: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}`, covered };
+    covered.push(...coveredIn(r.text));
   }
-  return { outcome: "ok", detail: "" };
+  return { outcome: "ok", detail: "", covered };
 }
 
 function tokenFrom(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | null {
@@ -147,16 +177,19 @@ async function secondOpinions(
   return calls;
 }
 
-export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<WatchdogTickResult> {
-  const env = opts.env ?? process.env;
-  const log = opts.log ?? ((line: string) => console.error(line));
-  const fetchImpl = opts.fetchImpl ?? fetch;
-  const wd = opts.config.watchdog;
-  const at = Math.floor(clockOf(opts.now)());
-  const result: WatchdogTickResult = {
+/** The option, else the knob, else where opencode keeps it. */
+function dbPathOf(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | null {
+  if (opts.opencodeDbPath !== undefined) return opts.opencodeDbPath;
+  return opts.config.watchdog.opencode_db.path ?? opencodeDbPath(env);
+}
+
+function emptyResult(at: number): WatchdogTickResult {
+  return {
     at,
     skipped: false,
     servers: 0,
+    db: "off",
+    malformed: 0,
     sessions: 0,
     flagged: 0,
     blind: false,
@@ -166,6 +199,35 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
     alerted: false,
     modelCalls: 0,
   };
+}
+
+/** What the tick can read: opencode's database, then the servers it is told about. */
+function see(opts: WatchdogTickOptions, since: number, env: NodeJS.ProcessEnv, log: (line: string) => void) {
+  const wd = opts.config.watchdog;
+  const registry = readRcServers(opts.rcServersPath ?? rcServersPath(env), log);
+  const flags = opts.servers ?? [];
+  return discover({
+    dbPath: dbPathOf(opts, env),
+    dbOff: !wd.opencode_db.enabled,
+    registry,
+    configServers: wd.servers,
+    flagServers: flags,
+    since,
+    timeoutMs: wd.timeout,
+    fetchImpl: opts.fetchImpl ?? fetch,
+    // The password goes only to servers the operator configured (a file, a flag, rc-servers.json).
+    auth: authFor(opencodeAuthHeader(env), { registry, configFiles: opts.fileServers ?? [], flags }),
+    log,
+  });
+}
+
+export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<WatchdogTickResult> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const fetchImpl = opts.fetchImpl ?? fetch;
+  const wd = opts.config.watchdog;
+  const at = Math.floor(clockOf(opts.now)());
+  const result = emptyResult(at);
   const lock = acquireLock(opts.lockPath ?? `${opts.statePath}.lock`, {
     staleMs: Math.max(3 * wd.interval, 10 * 60_000),
     now: at,
@@ -177,16 +239,7 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
   }
   try {
     const prev = loadState(opts.statePath, log);
-    const seen = await discover({
-      registry: readRcServers(opts.rcServersPath ?? rcServersPath(env), log),
-      configServers: wd.servers,
-      flagServers: opts.servers ?? [],
-      since: activeSince(prev, opts.config, at),
-      timeoutMs: wd.timeout,
-      fetchImpl,
-      auth: opencodeAuthHeader(env),
-      log,
-    });
+    const seen = await see(opts, activeSince(prev, opts.config, at), env, log);
     const j = judgeTick(prev, seen, opts.config, at, { blindAfter: opts.blindAfter });
     for (const line of j.logs) log(line);
     result.modelCalls = await secondOpinions(j.changed, opts, fetchImpl, log);
@@ -198,6 +251,8 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
     });
     Object.assign(result, {
       servers: j.servers,
+      db: seen.db.state,
+      malformed: seen.db.malformed,
       sessions: j.sessions,
       flagged: j.flagged,
       blind: j.blind,
@@ -211,6 +266,7 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
       sessions: j.sessions,
       flagged: j.flagged,
       blind: j.blind,
+      db: seen.db.state,
     };
     const router = await report(opts.routerUrl, [...result.transitions, tick], {
       token: tokenFrom(opts, env),

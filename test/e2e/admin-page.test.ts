@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
-import { artifact, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
-import { signals, transition } from "../helpers/wire-fixtures.ts";
+import { artifact, expectNumbersUnderHeaders, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
+import { heartbeatSession, signals, transition } from "../helpers/wire-fixtures.ts";
 
 const TOKEN = "admin-e2e-token-0123456789";
 const ROOT = "ses_admin_root";
@@ -98,6 +98,19 @@ describe("admin page (real Chromium, real server)", () => {
     const clientRow = page.locator('#clients tr[data-client="default"]');
     await expect.poll(() => clientRow.locator("td").nth(1).textContent(), { timeout: 10_000 }).toBe("2");
     expect(await clientRow.locator("td").nth(2).textContent()).toBe("1");
+    // Numbers sit under their headers, right-aligned with them, here and in the readout.
+    await expectNumbersUnderHeaders(page, "#clients table.clients", [
+      "requests",
+      "refused",
+      "failed streams",
+      "spend",
+    ]);
+    await expectNumbersUnderHeaders(page, "#sessions-table", [
+      "calls",
+      "turns since landed",
+      "$ since landed",
+      "context tokens",
+    ]);
     await page.screenshot({ path: artifact("admin-sessions-resumed.png") });
 
     // Auto-refresh: a verdict reported while the page is open shows up without a click.
@@ -190,6 +203,54 @@ describe("admin page (real Chromium, real server)", () => {
     await input.waitFor();
     expect(await input.inputValue()).toBe(String(shipped + 1));
     expect(await interval.inputValue()).toBe("90s");
+    await page.close();
+    expect(env.problems).toEqual([]);
+  });
+  it("a session never flagged takes a Healthy or Missed loop label; a later mark does not stretch its timeline", async () => {
+    const QUIET = "ses_admin_quiet";
+    const t0 = Date.now() - 2 * 3600_000;
+    const beat = (at: number, turns: number) => ({
+      type: "heartbeat",
+      instance_id: "sg_admin_quiet",
+      plugin_version: "0.1.0",
+      at,
+      sessions: [heartbeatSession(QUIET, { turns, turns_since_landed: turns, context_tokens: 1000 * turns })],
+    });
+    await api("POST", "/progress", [
+      transition(QUIET, null, "build", "ok", "ok", t0, { reason: null }),
+      beat(t0 + 60_000, 2),
+      beat(t0 + 120_000, 4),
+    ]);
+    const page = await env.openPage(`#view=session&id=${QUIET}`);
+    const timeline = page.locator("#session-timeline");
+    await timeline.waitFor();
+    const axis = () => timeline.locator(":scope > text").allTextContents();
+    const before = await axis();
+    expect(await page.locator("#mark-bar").textContent()).toContain("never flagged: label it for calibrate");
+    expect(await page.locator("button.mark-false").textContent()).toBe("Healthy");
+    expect(await page.locator("button.mark-loop").textContent()).toBe("Missed loop");
+
+    // Two hours after its last activity: the mark lifts nothing, says so, and is drawn at the axis' end.
+    await page.locator("button.mark-false").click();
+    await page.locator('#mark-bar[data-mark="false_alarm"]').waitFor();
+    expect(await page.locator("#mark-bar .mark-state").textContent()).toMatch(/^marked healthy by admin /);
+    expect(await page.locator("#mark-bar .mark-note").textContent()).toBe(
+      "never flagged: nothing to lift; kept as a healthy run for calibrate",
+    );
+    expect(await axis()).toEqual(before);
+    expect(await timeline.locator('[data-mark="mark"]').getAttribute("d")).toMatch(/^M1096\.0 /);
+    await page.screenshot({ path: artifact("admin-session-healthy-mark.png"), fullPage: true });
+
+    await page.locator("button.mark-loop").click();
+    await page.locator('#mark-bar[data-mark="confirmed_loop"]').waitFor();
+    expect(await page.locator("#mark-bar .mark-state").textContent()).toMatch(
+      /^marked missed loop by admin /,
+    );
+    expect((await api("GET", "/api/labels"))[QUIET]).toMatchObject({ label: "loop", mark: "confirmed_loop" });
+    await page.locator("a.back").click();
+    const mark = page.locator(`tr[data-session="${QUIET}"] td.mark`);
+    await expect.poll(() => mark.getAttribute("data-mark")).toBe("confirmed_loop");
+    expect(await mark.textContent()).toMatch(/^missed loopadmin \d+s ago$/);
     await page.close();
     expect(env.problems).toEqual([]);
   });

@@ -1,70 +1,35 @@
-// Issue 13's attacks, each against the real server (`startServer`: hono on
-// loopback, a real SQLite file, the gate in front of a scripted model): what a
+// Issue 13's and issue 23's attacks, each against the real server
+// (`startServer`: hono on loopback, a real SQLite file, the gate in front of a
+// scripted model; `stallguard serve` as its own process for start-up): what a
 // local process, a web page the user visits, or a DNS-rebinding page could
 // send. Each asserts the refusal and that the database is byte for byte what
-// it was (every table's rows, read through a second connection).
-import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
+// it was (every table's rows, read through a second connection), or, for what
+// is accepted, exactly what was stored.
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateToken } from "../../router-ext/server/security.ts";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
+import { launchChromium } from "../helpers/admin-browser.ts";
+import { type Raw, raw, snapshot, spawnServe, startRecorder } from "../helpers/attack-tools.ts";
 import { type Hook, startHook } from "../helpers/hook.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
-import { routerEnv } from "../helpers/router-env.ts";
-import { transition } from "../helpers/wire-fixtures.ts";
-
-/** Every row of every table, hashed: equal snapshots mean nothing was written. */
-function snapshot(dbPath: string): string {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  try {
-    const tables = db
-      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-      .all() as Array<{ name: string }>;
-    const h = createHash("sha256");
-    for (const { name } of tables)
-      h.update(name).update(JSON.stringify(db.prepare(`SELECT * FROM "${name}"`).all()));
-    return h.digest("hex");
-  } finally {
-    db.close();
-  }
-}
-
-type Raw = { status: number; body: string };
-
-/** A raw HTTP request: any Host, Origin or content type, as a browser or curl could send them. */
-function raw(
-  url: string,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const req = request(
-      {
-        host: u.hostname,
-        port: u.port,
-        method,
-        path,
-        headers: { ...headers, ...(body ? { "content-length": String(Buffer.byteLength(body)) } : {}) },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => {
-          text += d;
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+import { routerEnv, tokenFile } from "../helpers/router-env.ts";
+import { QUIET_LOCAL_YAML } from "../helpers/test-router.ts";
+import { heartbeatSession, transition } from "../helpers/wire-fixtures.ts";
 
 const ADMIN = "attack-admin-token";
 const EVIL = "http://evil.example";
@@ -277,5 +242,289 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
     };
     db.close();
     expect(row.client).toBe("default");
+  });
+
+  // ---- issue 23 ------------------------------------------------------------
+  /** A fresh folder under the file's temp dir (removed with it). */
+  const tmp = (name: string) => mkdtempSync(join(dir, `${name}-`));
+  const rows = <T>(dbPath: string, sql: string): T[] => {
+    const db = new Database(dbPath, { readonly: true });
+    try {
+      return db.prepare(sql).all() as T[];
+    } finally {
+      db.close();
+    }
+  };
+  const mode = (p: string) => statSync(p).mode & 0o777;
+
+  it("12. a watchdog.servers URL set from the admin page never receives OPENCODE_SERVER_PASSWORD", async () => {
+    const configured = await startRecorder();
+    const adminSet = await startRecorder();
+    const d = tmp("wd");
+    writeFileSync(
+      join(d, "local.yaml"),
+      `watchdog: { enabled: true, interval: 1s, servers: ["${configured.url}"] }\nnotifications: { channels: [] }\n`,
+    );
+    const env = routerEnv(d, { STALLGUARD_ADMIN_TOKEN: ADMIN, OPENCODE_SERVER_PASSWORD: "oc-secret" });
+    const wd = await startServer({
+      port: 0,
+      dbPath: join(d, "sg.db"),
+      configPath: join(d, "local.yaml"),
+      watchdog: true,
+      env,
+      log: () => {},
+    });
+    try {
+      const knob = JSON.stringify({ path: "watchdog.servers", value: [configured.url, adminSet.url] });
+      const put = await raw(
+        wd.url,
+        "PUT",
+        "/api/knobs",
+        { ...JSON_TYPE, authorization: `Bearer ${ADMIN}` },
+        knob,
+      );
+      expect(put.status, put.body).toBe(200);
+      expect(rows<{ value: string }>(wd.dbPath, "SELECT value FROM knob_overrides")[0]?.value).toContain(
+        adminSet.url,
+      );
+      // The next ticks probe and list both: the admin-set URL is watched, but bare.
+      await expect.poll(() => adminSet.seen.length, { timeout: 30_000 }).toBeGreaterThan(1);
+      await expect.poll(() => configured.seen.length, { timeout: 30_000 }).toBeGreaterThan(1);
+      expect(adminSet.seen.filter((r) => r.authorization !== "")).toEqual([]);
+      const basic = `Basic ${Buffer.from("opencode:oc-secret").toString("base64")}`;
+      expect(new Set(configured.seen.map((r) => r.authorization))).toEqual(new Set([basic]));
+    } finally {
+      await wd.close();
+      await configured.close();
+      await adminSet.close();
+    }
+  });
+
+  it("13. 2,100 fresh sessions with a valid plugin token push no looping session out of /api/sessions, /metrics or the page", async () => {
+    expect((await progress(asPlugin(), JSON.stringify(looping("ses_volume_loop")))).status).toBe(200);
+    for (let i = 0; i < 2100; i += 300) {
+      const sessions = Array.from({ length: 300 }, (_, j) => heartbeatSession(`ses_fresh_${i + j}`));
+      const hb = {
+        type: "heartbeat",
+        instance_id: "inst-volume",
+        plugin_version: "0.1.0",
+        at: Date.now(),
+        sessions,
+      };
+      expect((await progress(asPlugin(), JSON.stringify(hb))).status).toBe(200);
+    }
+    const list = JSON.parse((await admin("GET", "/api/sessions", {})).body);
+    const stored = rows<{ n: number }>(srv.dbPath, "SELECT COUNT(*) AS n FROM sessions")[0]?.n ?? 0;
+    expect(stored).toBeGreaterThan(2100);
+    expect(list).toMatchObject({ total: stored, truncated: true, next_offset: 2000 });
+    expect(list.sessions.some((r: { session_id: string }) => r.session_id === "ses_volume_loop")).toBe(true);
+    const metrics = await admin("GET", "/metrics", {});
+    expect(metrics.body).toMatch(/^stallguard_warning\{session_id="ses_volume_loop",/m);
+    // The Sessions view lists the looping tree before every fresh one.
+    const context = await launchChromium(join(tmp("chromium"), "profile"));
+    try {
+      const page = await context.newPage();
+      await page.goto(`${srv.url}/admin#token=${ADMIN}`);
+      await page.locator('tbody[data-root="ses_volume_loop"]').waitFor({ timeout: 30_000 });
+      const order = await page.$$eval("tbody.tree", (els) =>
+        els.map((e) => e.getAttribute("data-root") ?? ""),
+      );
+      expect(order.indexOf("ses_volume_loop")).toBeLessThan(
+        order.findIndex((r) => r.startsWith("ses_fresh_")),
+      );
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("14. /metrics: free text loses CR, NUL and bidi; per-session series only with the admin token", async () => {
+    const forged = "read a.ts\r\nstallguard_flagged_sessions 0\u0000\u202egnp.exe";
+    const t = { ...looping("ses_metrics_text"), top_target: forged, top_target_count: 9 };
+    expect((await progress(asPlugin(), JSON.stringify(t))).status).toBe(200);
+    const pub = await unchanged(() => raw(srv.url, "GET", "/metrics", {}), 200);
+    expect(pub.body).toMatch(/^stallguard_flagged_sessions [1-9]/m);
+    expect(pub.body).not.toMatch(/ses_|session_id=|top_target=|agent=/);
+    await unchanged(() => raw(srv.url, "GET", "/metrics", { authorization: "Bearer wrong" }), 401);
+    const full = (await unchanged(() => admin("GET", "/metrics", {}), 200)).body;
+    expect(full).toContain('top_target="read a.ts\\nstallguard_flagged_sessions 0gnp.exe"');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: asserting control characters are gone
+    expect(full).not.toMatch(/[\r\u0000\u202e]/);
+    const sample =
+      /^(# (HELP|TYPE) .*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-z_]+="([^"\\\n]|\\.)*",?)*\})? [-+0-9.eE]+)?$/;
+    expect(full.split("\n").filter((l) => !sample.test(l))).toEqual([]);
+  });
+
+  it("15. one id rule and one agent rule: /api/sessions/{id} and the gate's x-router-agent obey the wire's", async () => {
+    const r = await unchanged(() => admin("GET", "/api/sessions/ses_%E2%80%AEgnp", {}), 400);
+    expect(r.body).toContain("opencode's id charset");
+    const mark = JSON.stringify({ kind: "false_alarm" });
+    await unchanged(() => admin("POST", "/api/sessions/ses%20x/mark", {}, mark), 400);
+    const evil = asClient({
+      "x-session-id": "ses_agent_attack",
+      "x-router-agent": "<img src=x onerror=alert(1)>",
+    });
+    expect((await chat(evil)).status).toBe(200);
+    await expect
+      .poll(() => rows(srv.dbPath, "SELECT agent FROM requests WHERE session_id = 'ses_agent_attack'"))
+      .toEqual([{ agent: null }]);
+    expect(rows(srv.dbPath, "SELECT agent FROM sessions WHERE session_id = 'ses_agent_attack'")).toEqual([
+      { agent: null },
+    ]);
+  });
+
+  /** startServer in `d` with the quiet config and `extra` in the environment; host defaults to loopback. */
+  const startIn = (d: string, extra: Record<string, string>, host?: string) => {
+    writeFileSync(join(d, "local.yaml"), QUIET_LOCAL_YAML);
+    const dbPath = join(d, "sg.db");
+    const env = routerEnv(d, extra);
+    return startServer({
+      port: 0,
+      host,
+      dbPath,
+      configPath: join(d, "local.yaml"),
+      env,
+      log: (l) => lines.push(l),
+    });
+  };
+
+  it("16. a weak token beyond loopback, or a token variable set but invalid, stops start-up naming it; nothing written", async () => {
+    const d = tmp("tokens");
+    const strong = generateToken();
+    const refused = async (extra: Record<string, string>, message: string, host?: string) => {
+      await expect(startIn(d, extra, host)).rejects.toThrow(message);
+      expect(existsSync(join(d, "sg.db"))).toBe(false);
+      expect(existsSync(join(d, "config", "stallguard"))).toBe(false);
+    };
+    await refused(
+      { STALLGUARD_ADMIN_TOKEN: "x", STALLGUARD_TOKEN: strong },
+      "refusing to bind 0.0.0.0: $STALLGUARD_ADMIN_TOKEN is 1 character(s)",
+      "0.0.0.0",
+    );
+    await refused(
+      { STALLGUARD_ADMIN_TOKEN: strong, STALLGUARD_TOKEN: "ab".repeat(20) },
+      "$STALLGUARD_TOKEN has only 2 different character(s)",
+      "0.0.0.0",
+    );
+    await refused(
+      { STALLGUARD_ADMIN_TOKEN: "two words" },
+      "$STALLGUARD_ADMIN_TOKEN is set but is not a valid secret",
+    );
+    // The command says so and exits 1.
+    const cli = spawnServe(
+      ["--db", join(d, "sg.db"), "--config", join(d, "local.yaml")],
+      routerEnv(d, { STALLGUARD_TOKEN: "a b" }),
+    );
+    expect(await cli.exited).toBe(1);
+    expect(cli.output()).toContain("cannot start: $STALLGUARD_TOKEN is set but is not a valid secret");
+    // Strong tokens bind beyond loopback.
+    const ok = await startIn(
+      d,
+      { STALLGUARD_ADMIN_TOKEN: strong, STALLGUARD_TOKEN: generateToken() },
+      "0.0.0.0",
+    );
+    await ok.close();
+  });
+
+  it("17. token files: a symlink is refused (its target untouched), an empty one names the fix, a readable one is repaired with a warning", async () => {
+    const d = tmp("files");
+    const dir = join(d, "config", "stallguard");
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const outside = join(d, "outside.txt");
+    writeFileSync(outside, "someone-elses-value-0123456789-abcdef", { mode: 0o644 });
+    symlinkSync(outside, join(dir, "plugin.token"));
+    await expect(startIn(d, { STALLGUARD_ADMIN_TOKEN: ADMIN })).rejects.toThrow(
+      "plugin.token is a symbolic link",
+    );
+    expect([mode(outside), readFileSync(outside, "utf8")]).toEqual([
+      0o644,
+      "someone-elses-value-0123456789-abcdef",
+    ]);
+    rmSync(join(dir, "plugin.token"));
+    writeFileSync(join(dir, "plugin.token"), "", { mode: 0o600 });
+    await expect(startIn(d, { STALLGUARD_ADMIN_TOKEN: ADMIN })).rejects.toThrow(
+      "plugin.token is empty: delete it and start again (a new one is written), or write the token into it",
+    );
+    expect(existsSync(join(d, "sg.db"))).toBe(false);
+    const token = generateToken();
+    writeFileSync(join(dir, "plugin.token"), token);
+    chmodSync(join(dir, "plugin.token"), 0o644);
+    const from = lines.length;
+    const s = await startIn(d, { STALLGUARD_ADMIN_TOKEN: ADMIN });
+    try {
+      expect(s.pluginToken).toBe(token);
+      expect(mode(join(dir, "plugin.token"))).toBe(0o600);
+      expect(lines.slice(from).join("\n")).toContain(
+        "(mode 0600); WARNING: it was mode 0644, readable by others",
+      );
+      const hb = {
+        type: "heartbeat",
+        instance_id: "inst-files",
+        plugin_version: "0.1.0",
+        at: 1,
+        sessions: [],
+      };
+      const r = await raw(
+        s.url,
+        "POST",
+        "/progress",
+        { ...JSON_TYPE, authorization: `Bearer ${token}` },
+        JSON.stringify(hb),
+      );
+      expect(r.status, r.body).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("18. 16 servers starting at once on one HOME all agree on every token, and none dies", async () => {
+    const d = tmp("race");
+    writeFileSync(join(d, "local.yaml"), QUIET_LOCAL_YAML);
+    const env = routerEnv(d);
+    const starts = Array.from({ length: 16 }, (_, i) =>
+      spawnServe(["--db", join(d, `db${i}`, "sg.db"), "--config", join(d, "local.yaml")], env),
+    );
+    try {
+      const urls = await Promise.all(starts.map((p) => p.listening));
+      const plugin = tokenFile(d, "plugin");
+      const adminToken = tokenFile(d, "admin");
+      const client = tokenFile(d, "client");
+      for (const url of urls) {
+        const hb = {
+          type: "heartbeat",
+          instance_id: "inst-race",
+          plugin_version: "0.1.0",
+          at: 1,
+          sessions: [],
+        };
+        const p = await raw(
+          url,
+          "POST",
+          "/progress",
+          { ...JSON_TYPE, authorization: `Bearer ${plugin}` },
+          JSON.stringify(hb),
+        );
+        expect(p.status, `${url} ${p.body}`).toBe(200);
+        expect(
+          (await raw(url, "GET", "/api/sessions", { authorization: `Bearer ${adminToken}` })).status,
+        ).toBe(200);
+        expect((await raw(url, "GET", "/v1/models", { authorization: `Bearer ${client}` })).status).not.toBe(
+          401,
+        );
+      }
+      // One start wrote each file whole (the others read it), and no temporary file is left.
+      for (const what of ["admin token", "plugin token", "gate client key (default)"])
+        expect(
+          starts.filter((p) => p.output().includes(`${what}: created`)),
+          what,
+        ).toHaveLength(1);
+      expect(readdirSync(join(d, "config", "stallguard")).sort()).toEqual([
+        "admin.token",
+        "client.key",
+        "plugin.token",
+      ]);
+    } finally {
+      for (const p of starts) p.proc.kill("SIGTERM");
+    }
+    expect(await Promise.all(starts.map((p) => p.exited))).toEqual(starts.map(() => 0));
   });
 });

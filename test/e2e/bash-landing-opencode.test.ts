@@ -3,12 +3,12 @@
 // bundle judges them (with its work-tree probe) and reports to the real
 // router, whose SQLite file the assertions read. One stack for the file, one
 // session per scenario.
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { configSchema, policyFromConfig, replay, type StoredMessage } from "../../shared/index.ts";
 import type { ModelReply } from "../helpers/model-server.ts";
 import { scriptRouter, steps } from "../helpers/model-server.ts";
 import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
+import { routerDb, until } from "../helpers/router-db.ts";
 
 const policy = policyFromConfig(configSchema.parse({}));
 const ADMIN = "bash-landing-admin";
@@ -28,30 +28,7 @@ describe("bash edits land in real opencode", () => {
   const router = scriptRouter();
   let stack: PluginStack;
 
-  const db = <T>(sql: string, ...args: unknown[]): T[] => {
-    const ro = new Database(stack.srv.dbPath, { readonly: true });
-    try {
-      return ro.prepare(sql).all(...args) as T[];
-    } finally {
-      ro.close();
-    }
-  };
-  const transitions = (id: string) =>
-    db<{ verdict: string; source: string; reason: string | null }>(
-      "SELECT verdict, source, reason FROM transitions WHERE session_id = ? ORDER BY at",
-      id,
-    );
-  const lastLanded = (id: string) =>
-    db<{ last_landed_at: number | null }>("SELECT last_landed_at FROM sessions WHERE session_id = ?", id)[0]
-      ?.last_landed_at ?? null;
-  /** Polls until pred holds (the heartbeat comes every second). */
-  async function until(pred: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-    const end = Date.now() + timeoutMs;
-    while (!pred()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const { transitions, lastLanded } = routerDb(() => stack.srv.dbPath);
   type ToolPart = {
     type: string;
     tool?: string;

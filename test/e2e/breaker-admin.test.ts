@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { stallTransition } from "../../router-ext/breaker/testing.ts";
-import { artifact, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
+import { artifact, expectNumbersUnderHeaders, type Json, useAdminEnv } from "../helpers/admin-browser.ts";
 
 const TOKEN = "breaker-admin-e2e-token-0123";
 const LOOPY = "lab/loopy";
@@ -67,6 +67,20 @@ describe("admin page: model breaker (real Chromium, real server)", () => {
     expect(env.model.requests[before]?.body.model).toBe("lab/fallback");
     await page.locator('a[data-nav="activity"]').click();
     await expect.poll(() => row.locator("td").nth(3).textContent(), { timeout: 10_000 }).toBe("lab/fallback");
+    // The numbers sit under their headers, right-aligned with them.
+    await expectNumbersUnderHeaders(page, "section#breaker table.breaker-models", [
+      "trips",
+      "stalled/served trees",
+      "rate",
+      "others",
+      "ratio",
+    ]);
+    await expectNumbersUnderHeaders(page, "section#breaker table.breaker-trips", [
+      "stalled/served",
+      "rate",
+      "others",
+      "ratio",
+    ]);
     await section.screenshot({ path: artifact("admin-breaker.png") });
 
     await row.locator('button[data-action="breaker-resume"]').click();

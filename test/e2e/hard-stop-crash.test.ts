@@ -7,12 +7,12 @@
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDatabase } from "../../router-ext/db/open.ts";
 import { Store } from "../../router-ext/db/store.ts";
 import { planKnobs, planTransition } from "../../router-ext/modes/plan.ts";
 import { configSchema } from "../../shared/index.ts";
+import { bundleChild } from "../helpers/child-bundle.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
 
 const REPO = join(import.meta.dirname, "..", "..");
@@ -67,16 +67,7 @@ beforeAll(async () => {
   mkdirSync(join(REPO, ".stallguard-tmp"), { recursive: true });
   // Inside the checkout (git-ignored), so the child resolves better-sqlite3 from its node_modules.
   dir = mkdtempSync(join(REPO, ".stallguard-tmp", "crash-"));
-  child = join(dir, "ingest-child.mjs");
-  await build({
-    entryPoints: [join(REPO, "test", "helpers", "ingest-child.ts")],
-    outfile: child,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    packages: "external",
-    logLevel: "warning",
-  });
+  child = await bundleChild("ingest-child.ts", join(dir, "ingest-child.mjs"));
   // The tree's first recovery (stage 1: the session refused, a directive open).
   seed = join(dir, "seed.db");
   const store = new Store(openDatabase(seed));

@@ -148,7 +148,8 @@ describe("router extension API", () => {
     expect(await again.json()).toEqual({ accepted: 0, duplicates: 2, directives: [] });
     const row = (await sessions()).find((s) => s.session_id === "ses_dup");
     expect(row).toMatchObject({ flags: 1, verdict: "stalling" });
-    const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+    // Per-session series need the admin token (server.public_session_metrics is off).
+    const metrics = await (await api("/metrics")).text();
     expect(metrics).toMatch(/^stallguard_warnings_total\{verdict="stalling"\} 1$/m);
     expect(metrics).toMatch(/^stallguard_progress_duplicates_total 2$/m);
     expect(metrics).toMatch(

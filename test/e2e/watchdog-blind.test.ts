@@ -2,7 +2,8 @@
 // webhook channel (a node:http receiver on loopback) gets watchdog ticks on
 // POST /progress as the watchdog sends them. A tick that found opencode but
 // could not read its sessions raises one alert per blind spell; a tick that
-// reads sessions again resolves it; no opencode at all is not an alarm.
+// reads sessions again resolves it; no opencode at all is not an alarm, and
+// neither is a readable (or absent) opencode.db; an unreadable one is.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,7 +25,8 @@ describe("watchdog blind alert", () => {
     dir = mkdtempSync(join(tmpdir(), "sg-blind-"));
     hook = await startHook();
     received = hook.bodies;
-    srv = await startTestRouter(dir, webhookConfig(hook.url), {
+    // No quiet window: each test raises the same alert (dedup key) again within minutes.
+    srv = await startTestRouter(dir, webhookConfig(hook.url, ["quiet_window: 0s"]), {
       env: routerEnv(dir, { STALLGUARD_ADMIN_TOKEN: ADMIN }),
     });
   });
@@ -35,7 +37,7 @@ describe("watchdog blind alert", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const tick = async (at: number, servers: number, blind: boolean) => {
+  const tick = async (at: number, servers: number, blind: boolean, db?: string) => {
     const res = await fetch(`${srv.url}/progress`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${srv.pluginToken}` },
@@ -46,6 +48,7 @@ describe("watchdog blind alert", () => {
         sessions: blind ? 0 : 3,
         flagged: 0,
         blind,
+        ...(db ? { db } : {}),
       }),
     });
     // The server judges a stored tick before it answers, and queues any alert in order.
@@ -71,5 +74,21 @@ describe("watchdog blind alert", () => {
       "trigger watchdog 1",
       "resolve watchdog 3",
     ]);
+  });
+
+  test("opencode.db: readable or absent is quiet; unreadable is blind with no server at all", async () => {
+    const before = received.length;
+    const t0 = Date.now() + 10_000;
+    await tick(t0, 0, false, "missing");
+    await tick(t0 + 1, 0, false, "read");
+    await tick(t0 + 2, 0, true, "unreadable");
+    await expect.poll(() => received.length, { timeout: 10_000 }).toBe(before + 1);
+    await tick(t0 + 3, 0, false, "read");
+    await expect.poll(() => received.at(-1)?.state, { timeout: 10_000 }).toBe("resolve");
+    expect(received.slice(before).map((r) => `${r.state} ${r.at - t0}`)).toEqual(["trigger 2", "resolve 3"]);
+    expect(received[before]).toMatchObject({
+      title: "stallguard: the watchdog is blind",
+      source: "watchdog",
+    });
   });
 });

@@ -53,6 +53,7 @@ describe("systemd user units", () => {
       for (const line of [
         "Environment=DBUS_SESSION_BUS_ADDRESS=unix:path=%t/bus",
         "ReadWritePaths=-%t/bus",
+        "ReadWritePaths=-%h/.local/share/opencode",
         "ProtectHome=read-only",
         "ProtectSystem=strict",
         "EnvironmentFile=-%E/stallguard/env",

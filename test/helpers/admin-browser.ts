@@ -40,6 +40,50 @@ export function artifact(name: string): string {
   return join(ARTIFACTS, name);
 }
 
+/** One column of numbers in a table as drawn: its header's alignment, and how far its header's text ends from each number's. */
+export interface NumberColumn {
+  header: string;
+  align: string;
+  /** |right edge of the header's text - right edge of the number's text| per body row, in px. */
+  offsets: number[];
+}
+
+/** The columns of `table` whose body cells are numbers (td.num), measured in the page. */
+export function numberColumns(page: Page, table: string): Promise<NumberColumn[]> {
+  return page.locator(table).evaluate((t) => {
+    const textRight = (el: Element) => {
+      const r = document.createRange();
+      r.selectNodeContents(el);
+      return r.getBoundingClientRect().right;
+    };
+    const heads = [...t.querySelectorAll("thead th")];
+    const rows = [...t.querySelectorAll("tbody tr")].filter((r) => r.children.length === heads.length);
+    return heads.flatMap((th, i) => {
+      const cells = rows
+        .map((r) => r.children[i])
+        .filter((c): c is Element => !!c?.classList.contains("num"));
+      if (cells.length === 0) return [];
+      return [
+        {
+          header: th.textContent ?? "",
+          align: getComputedStyle(th).textAlign,
+          offsets: cells.map((c) => Math.round(Math.abs(textRight(th) - textRight(c)))),
+        },
+      ];
+    });
+  });
+}
+
+/** Every number column's header is right-aligned and ends where its numbers end (within 1 px). */
+export async function expectNumbersUnderHeaders(page: Page, table: string, headers: string[]): Promise<void> {
+  const cols = await numberColumns(page, table);
+  expect(cols.map((c) => c.header)).toEqual(headers);
+  for (const c of cols) {
+    expect(c.align, c.header).toBe("right");
+    expect(Math.max(...c.offsets), c.header).toBeLessThanOrEqual(1);
+  }
+}
+
 /** Headless Chromium (Debian's) with a profile in `profileDir`. */
 export function launchChromium(
   profileDir: string,

@@ -597,6 +597,7 @@ export async function runOpencode(
   opts: OpencodeOptions & { message: string; args?: string[]; timeoutMs?: number },
 ): Promise<RunResult> {
   const ws = prepareWorkspace(opts);
+  await opts.beforeStart?.(ws);
   const t0 = Date.now();
   const child = spawnGroup(
     ["run", "-m", `${PROVIDER_ID}/${MODEL_ID}`, ...(opts.args ?? []), opts.message],

@@ -13,24 +13,15 @@ import { run } from "../../router-ext/cli/run.ts";
 import type { RunningServer } from "../../router-ext/server/start.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 import { testIo } from "../helpers/cli-io.ts";
+import { RECORDED, recordedId } from "../helpers/recorded-ids.ts";
 import { QUIET_LOCAL_YAML, startTestRouter } from "../helpers/test-router.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
 
-const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const ADMIN = "labels-from-admin-token-0123";
 const PLUGIN = "labels-from-plugin-token-0123";
-const corpus = JSON.parse(readFileSync(join(RECORDED, "labels.json"), "utf8")) as Record<
-  string,
-  { label: string; scenario: string }
->;
-const idOf = (scenario: string) => {
-  const id = Object.entries(corpus).find(([, e]) => e.scenario === scenario)?.[0];
-  if (!id) throw new Error(`no recording of ${scenario}`);
-  return id;
-};
 // Flagged under the twitchy thresholds below; the first two are healthy, the last two loops.
-const FALSE_ALARMS = [idOf("poll-progress"), idOf("steered")];
-const LOOPS = [idOf("read-loop"), idOf("bash-retry-loop")];
+const FALSE_ALARMS = [recordedId("poll-progress"), recordedId("steered")];
+const LOOPS = [recordedId("read-loop"), recordedId("bash-retry-loop")];
 
 let tmp: string;
 let srv: RunningServer;
@@ -91,12 +82,16 @@ describe("calibrate --labels-from", () => {
     // The thresholds in use flag both false alarms; the proposal flags neither and catches both loops.
     expect(r.sweep?.current).toMatchObject({ loops: 2, loopsCaught: 2, healthy: 2, healthyFlagged: 2 });
     expect(r.sweep?.proposed).toMatchObject({ loops: 2, loopsCaught: 2, healthy: 2, healthyFlagged: 0 });
+    expect(r.sweep?.proposal.status).toBe("change");
     expect(r.out).toMatch(/^proposed: \S+=/m);
+    // Each moved knob with its margins on the marks, and a warning: four marks are few.
+    expect(r.out).toMatch(/^ {2}\w+ [\d.]+ -> [\d.]+ \(looser\): nearest false flag on the labels /m);
+    expect(r.out).toMatch(/^warning: only 2 healthy and 2 loop label\(s\)/m);
     expect(r.out).toContain("config/config.local.yaml:\nthresholds:");
     // The audit names each false alarm with the rule that fired.
     expect(r.audit?.sets.map((s) => s.name)).toEqual([srv.url]);
     expect(r.audit?.sets[0]?.falseFlags.map((f) => f.id).sort()).toEqual([...FALSE_ALARMS].sort());
-  });
+  }, 60_000);
 
   test("through the CLI, with the admin token from the admin.token file", async () => {
     const home = join(tmp, "home");
@@ -116,7 +111,7 @@ describe("calibrate --labels-from", () => {
     const bad = testIo(home, { XDG_CONFIG_HOME: join(home, ".config") });
     expect(await run([...args, "--quiet"], bad.io)).toBe(1);
     expect(bad.err()).toContain("refused the admin token");
-  });
+  }, 60_000);
 
   test("a labels file exported from the admin page works the same; one kind alone is said, not swept", async () => {
     const exported = join(tmp, "stallguard-labels.json");
@@ -140,7 +135,7 @@ describe("calibrate --labels-from", () => {
     });
     expect(one.code, one.err).toBe(0);
     expect(one.sweep).toBeNull();
-    expect(one.err).toContain("2 false alarm(s) and 0 confirmed loop(s)");
+    expect(one.err).toContain("2 marked healthy (false alarm) and 0 marked loop (confirmed loop)");
     expect(one.audit?.sets[0]?.falseFlags).toHaveLength(2);
-  });
+  }, 60_000);
 });

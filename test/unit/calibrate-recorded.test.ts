@@ -287,7 +287,14 @@ describe("why each healthy shape stays ok", () => {
     const list = calls("bash-editor");
     expect(new Set(list.map((c) => c.tool))).toEqual(new Set(["bash"]));
     const landedTargets = list.filter((c) => c.landed).map((c) => c.target);
-    expect(landedTargets).toEqual(["sed -i", "python3 -", "cat <<EOF", "echo <text>", "printf", "git add"]);
+    expect(landedTargets).toEqual([
+      "sed -i",
+      "python3 -",
+      "cat <<EOF",
+      "echo <text>",
+      "tee bashed/app.conf",
+      "git add",
+    ]);
     expect(landedBetweenEach(list, (c) => c.target === "sh debug.sh")).toBe(5);
     expect(result("bash-editor").landed).toBe(6);
   });

@@ -3,6 +3,7 @@
 import { describe, expect, test } from "vitest";
 import { repeated } from "../../router-ext/calibrate/args.ts";
 import { bandsOf, html, renderHtml, timelineSvg } from "../../router-ext/calibrate/html-report.ts";
+import type { Proposal } from "../../router-ext/calibrate/proposal.ts";
 import {
   ascii,
   renderSummary,
@@ -52,11 +53,31 @@ const row = (over: Partial<SweepRow> = {}): SweepRow => ({
   maxCallsToDetection: 9,
   ...over,
 });
+const change = (over: Partial<Proposal> = {}): Proposal => ({
+  status: "change",
+  row: row(),
+  changes: [
+    {
+      knob: "stall_turns",
+      from: 5,
+      to: 2,
+      direction: "tighter",
+      falseFlag: { value: 1, steps: 1, ids: ["ses_h"] },
+      missedLoop: { value: 4, steps: 2, ids: ["ses_l1", "ses_l2", "ses_l3"] },
+    },
+  ],
+  reason: "the reason",
+  warnings: ["few labels"],
+  notProposed: null,
+  ...over,
+});
 const sweepResult = (over: Partial<SweepResult> = {}): SweepResult => ({
   current: row({ thresholds: {}, medianCallsToDetection: 10 }),
   rows: [row()],
   perfect: [row()],
+  earliest: row(),
   proposed: row(),
+  proposal: change(),
   candidates: 1,
   ms: 3,
   ...over,
@@ -120,7 +141,7 @@ describe("--json", () => {
   });
   test("a sweep adds a sweep key with the current row and the proposal", () => {
     const doc = toJsonDoc([result()], { sweep: sweepResult() }) as { sweep: Record<string, unknown> };
-    expect(Object.keys(doc.sweep)).toEqual(["candidates", "current", "proposed", "perfect"]);
+    expect(Object.keys(doc.sweep)).toEqual(["candidates", "current", "proposed", "proposal", "perfect"]);
   });
 });
 
@@ -134,10 +155,35 @@ describe("sweep table", () => {
     expect(text).toContain(
       "proposed: stall_turns=2 (loops caught 2/2, healthy flagged 0/3, median first flag 7)",
     );
+    // Each moved knob with its margins on the labels, the warnings and the rule, then the YAML.
+    expect(text).toContain(
+      "  stall_turns 5 -> 2 (tighter): nearest false flag on the labels 1 (-1): ses_h, 1 step(s) away; nearest missed loop 4 (+2): ses_l1, ses_l2, +1 more, 2 step(s) away",
+    );
+    expect(text).toContain("\nwarning: few labels\nrule: a change is proposed only when the labels show");
     expect(text).toContain("thresholds:\n  stall_turns: 2");
   });
+  test("keep: no YAML, the earlier candidate shown as not proposed and why", () => {
+    const keep = renderSweep(
+      sweepResult({
+        proposal: change({
+          status: "keep",
+          row: row({ thresholds: {} }),
+          changes: [],
+          notProposed: { row: row({ thresholds: { top_warn: 4 } }), why: "no evidence" },
+        }),
+      }),
+    );
+    expect(keep).toContain("proposed: keep the current thresholds (loops caught 2/2,");
+    expect(keep).toContain(
+      "  not proposed: top_warn=4 (loops caught 2/2, healthy flagged 0/3, median first flag 7): no evidence",
+    );
+    expect(keep).not.toContain("thresholds:\n");
+  });
   test("says so when nothing is safe, and cuts long lists", () => {
-    expect(renderSweep(sweepResult({ proposed: null, perfect: [] }))).toContain("proposed: none");
+    const none = change({ status: "none", row: null, changes: [] });
+    expect(renderSweep(sweepResult({ proposed: null, perfect: [], proposal: none }))).toContain(
+      "proposed: none\n  why: the reason",
+    );
     const many = Array.from({ length: 5 }, (_, i) => row({ thresholds: { stall_turns: i + 1 } }));
     expect(renderSweep(sweepResult({ perfect: many }), 2)).toContain("... 3 more");
   });

@@ -211,7 +211,7 @@ describe("opencode.db, read-only", () => {
     db.close();
     const r = await loadOpencodeDb(bad);
     expect(r.sessions).toHaveLength(1);
-    expect(r.warnings).toEqual(["1 message/part row(s) with unreadable JSON skipped"]);
+    expect(r.warnings).toEqual(["1 malformed session/message/part row(s) skipped"]);
   });
 
   test("default path follows OPENCODE_DB and XDG_DATA_HOME", () => {

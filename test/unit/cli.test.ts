@@ -57,7 +57,7 @@ describe("stallguard", () => {
     expect(await run(["calibrate", "--export", join(tmp, "missing")], bad.io)).not.toBe(0);
   });
 
-  test("watchdog --once with no opencode and no router: one blind tick, exit 0", async () => {
+  test("watchdog --once with no opencode and no router: one quiet tick, exit 0", async () => {
     const t = testIo();
     const code = await run(
       ["watchdog", "--once", "--router", "http://127.0.0.1:1", "--config", quietConfig],
@@ -65,7 +65,7 @@ describe("stallguard", () => {
     );
     expect(code).toBe(0);
     expect(t.out()).toMatch(
-      /^watchdog: servers=0 sessions=0 flagged=0 transitions=0 router=down blind=no_server/,
+      /^watchdog: servers=0 sessions=0 flagged=0 transitions=0 router=down db=missing$/m,
     );
     expect(existsSync(join(tmp, "state", "stallguard", "watchdog.json"))).toBe(true);
     const bad = testIo();

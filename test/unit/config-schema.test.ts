@@ -207,6 +207,24 @@ describe("durations", () => {
     expect(paths({ watchdog: { interval: "soon" } })).toEqual(["watchdog.interval"]);
     expect(issues({ watchdog: { interval: "soon" } })[0]?.message).toContain("not a duration");
   });
+
+  it("watchdog.opencode_db: on by default at opencode's own path; a path is absolute; no unknown keys", () => {
+    expect(configSchema.parse({}).watchdog.opencode_db).toEqual({ enabled: true, path: null });
+    const set = configSchema.parse({
+      watchdog: { opencode_db: { enabled: false, path: "/srv/oc/opencode.db" } },
+    });
+    expect(set.watchdog.opencode_db).toEqual({ enabled: false, path: "/srv/oc/opencode.db" });
+    expect(paths({ watchdog: { opencode_db: { path: "opencode.db" } } })).toEqual([
+      "watchdog.opencode_db.path",
+    ]);
+    expect(issues({ watchdog: { opencode_db: { path: "rel/x.db" } } })[0]?.message).toContain(
+      "absolute path",
+    );
+    expect(paths({ watchdog: { opencode_db: { file: "/x.db" } } })).toEqual(["watchdog.opencode_db.file"]);
+    expect(paths({ watchdog: { opencode_db: { enabled: "yes" } } })).toEqual([
+      "watchdog.opencode_db.enabled",
+    ]);
+  });
 });
 
 describe("layers", () => {

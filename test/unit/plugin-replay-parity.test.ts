@@ -26,6 +26,7 @@ import {
   type StoredMessage,
   treesOf,
 } from "../../shared/index.ts";
+import { landingSession } from "../helpers/landing-session.ts";
 
 const REPO = join(import.meta.dirname, "..", "..");
 const RECORDED = join(REPO, "test", "fixtures", "recorded");
@@ -464,5 +465,103 @@ describe("the live path's answers stay local", () => {
       expect(wire).not.toContain(secret);
     for (const h of new Set(seenOutcomes)) expect(wire).not.toContain(h);
     await rx.close();
+  });
+});
+
+// Landing, live with the real work-tree probe vs replay, on real git trees
+// (test/helpers/landing-session.ts). Another process writes into the same
+// checkout between the calls and while they run; what a run writes is its
+// output; the ways agents edit through bash land on both paths.
+describe("what lands: the live probe on a real work tree vs replay", { timeout: 120_000 }, () => {
+  const MAKEFILE =
+    'test:\n\t@mkdir -p coverage && date +%N > coverage/lcov.info && date +%N > junit.xml\n\t@echo "ran in $$(date +%N) ns"\n\t@grep -q "value = 9" src/app.js\n';
+  const PATCH =
+    "--- a/src/lib.js\n+++ b/src/lib.js\n@@ -1 +1 @@\n-export const lib = 1;\n+export const lib = 2;\n";
+  const files = {
+    "src/app.js": "export const value = 1;\n",
+    "src/lib.js": "export const lib = 1;\n",
+    "src/other.js": "// another agent's file\n",
+    Makefile: MAKEFILE,
+    "check.sh": 'grep -q "value = 9" src/app.js\n',
+    "bump.sh": 'sed -i "s/value = [0-9]*/value = $1/" src/app.js\n',
+    "gen.sh": "date +%N > result.json\n",
+    "fix.patch": PATCH,
+  };
+  const times = (n: number, command: string) => Array.from({ length: n }, () => command);
+  const appender = (i: number) => ({ "app.log": `line ${i}\n`, "status.json": `{"tick":${i}}\n` });
+  const COMMIT = "git -c user.name=t -c user.email=t@example.invalid commit -qam 'value 9'";
+  const flagged = (ticks: Array<{ verdict: string }>) => ticks.some((t) => t.verdict !== "ok");
+
+  it("a test rerun loop while another process appends to a log and rewrites a status file: flagged alike", async () => {
+    const r = await landingSession(
+      { files, commands: times(12, "make test"), between: appender, during: appender },
+      policy,
+    );
+    expect(r.live).toEqual(r.replayed);
+    expect(flagged(r.live)).toBe(true);
+    expect(r.live.at(-1)?.landed).toBe(0);
+  });
+
+  it("an unnamed check rerun while another process writes beside it: flagged alike", async () => {
+    const r = await landingSession(
+      { files, commands: times(12, "sh check.sh"), between: appender, during: appender },
+      policy,
+    );
+    expect(r.live).toEqual(r.replayed);
+    expect(flagged(r.live)).toBe(true);
+  });
+
+  it("`make test > out.txt` (new timings each run, reports, coverage) and reading it: flagged alike", async () => {
+    const commands = times(7, "make test > out.txt 2>&1; cat out.txt").flatMap((c) => [c, "cat out.txt"]);
+    const r = await landingSession({ files, commands }, policy);
+    expect(r.live).toEqual(r.replayed);
+    expect(flagged(r.live)).toBe(true);
+    expect(r.live.at(-1)?.landed).toBe(0);
+  });
+
+  it("another agent editing a source file between and during a test loop: flagged alike", async () => {
+    const edit = (i: number) => ({ "src/other.js": `// edit ${i}\n` });
+    const r = await landingSession(
+      { files, commands: times(12, "make test"), between: edit, during: edit },
+      policy,
+    );
+    expect(r.live).toEqual(r.replayed);
+    expect(flagged(r.live)).toBe(true);
+  });
+
+  it("a bash-only editor (sed -i, a failing check between edits, a commit) beside a log writer: never flagged, the same landings", async () => {
+    const commands = [2, 3, 4, 5, 6, 7, 8, 9].flatMap((v) => [
+      `sed -i 's/value = [0-9]*/value = ${v}/' src/app.js`,
+      "sh check.sh",
+    ]);
+    const r = await landingSession({ files, commands: [...commands, COMMIT], between: appender }, policy);
+    expect(r.live).toEqual(r.replayed);
+    expect(flagged(r.live)).toBe(false);
+    expect(r.live.at(-1)?.landed).toBe(9);
+  });
+
+  it("each way of editing through bash lands on both paths: heredoc, tee, a python rewrite, git apply, cp, commit", async () => {
+    const commands = [
+      "cat > src/new.js <<'EOF'\nexport const fresh = true;\nEOF",
+      "printf 'export const t = 1;\\n' | tee src/tee.js",
+      "python3 - <<'PY'\nfrom pathlib import Path\np = Path('src/app.js')\np.write_text(p.read_text().replace('1', '2'))\nPY",
+      "git apply fix.patch",
+      "cp src/app.js src/copy.js",
+      `git add -A && ${COMMIT}`,
+    ];
+    const r = await landingSession({ files, commands, between: appender }, policy);
+    expect(r.live).toEqual(r.replayed);
+    expect(r.live.map((t) => t.landed)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("where replay must differ: edits a script makes (sh bump.sh) land live only; a rerun's own output lands at most once", async () => {
+    const bumps = [2, 3, 4, 5].flatMap((v) => [`sh bump.sh ${v}`, "sh check.sh"]);
+    const r = await landingSession({ files, commands: bumps }, policy);
+    expect(r.live.at(-1)?.landed).toBe(4);
+    expect(r.replayed.at(-1)?.landed).toBe(0);
+    const gen = await landingSession({ files, commands: times(12, "sh gen.sh") }, policy);
+    expect(gen.live.at(-1)?.landed).toBeLessThanOrEqual(1);
+    expect(flagged(gen.live)).toBe(true);
+    expect(flagged(gen.replayed)).toBe(true);
   });
 });

@@ -52,12 +52,29 @@ export function problemList(problems: string[]): HTMLUListElement | null {
   return problems.length ? h("ul", { class: "err" }, ...problems.map((p) => h("li", {}, p))) : null;
 }
 
+/**
+ * The columns whose cells are numbers (class "num") in the first row that has
+ * one cell per column: their headers are right-aligned like the numbers.
+ */
+export function numericColumns(cols: number, rows: readonly HTMLElement[]): Set<number> {
+  const full = rows.find((r) => r.children.length === cols);
+  const out = new Set<number>();
+  if (!full) return out;
+  for (let i = 0; i < cols; i++) if (full.children[i]?.classList.contains("num")) out.add(i);
+  return out;
+}
+
 /** A table with a header row; `empty` fills one row when there are no rows. */
 export function dataTable(cls: string, cols: string[], rows: HTMLElement[], empty: string): HTMLTableElement {
+  const num = numericColumns(cols.length, rows);
   return h(
     "table",
     { class: cls },
-    h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col" }, c)))),
+    h(
+      "thead",
+      {},
+      h("tr", {}, ...cols.map((c, i) => h("th", { scope: "col", class: num.has(i) ? "num" : null }, c))),
+    ),
     h(
       "tbody",
       {},

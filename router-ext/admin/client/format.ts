@@ -47,8 +47,3 @@ export function fmtAgo(at: number | string | null | undefined, now: number): str
   if (s < 36 * 3600) return `${Math.round(s / 3600)}h ago`;
   return `${Math.round(s / 86400)}d ago`;
 }
-
-/** An admin's mark in words. */
-export function fmtMark(kind: string): string {
-  return kind === "false_alarm" ? "false alarm" : kind === "confirmed_loop" ? "confirmed loop" : kind;
-}

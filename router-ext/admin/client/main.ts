@@ -36,7 +36,7 @@ import {
 } from "./token.ts";
 import { mountBreaker } from "./trips.ts";
 import { parseView, type View } from "./views.ts";
-import { WATCHDOG_NOTE, watchdogState } from "./watchdog-line.ts";
+import { watchdogNote, watchdogState } from "./watchdog-line.ts";
 
 // The page's CSP has no 'unsafe-eval': keep zod from probing for it.
 z.config({ jitless: true });
@@ -119,7 +119,7 @@ function watchdogLine(health: Health, now: number): HTMLElement {
   const plugins = health.plugins_live === undefined ? "" : `, ${health.plugins_live} plugin(s) live`;
   const parts: (string | HTMLElement)[] = [`router ${health.version}, db ${health.db}${plugins}; `];
   const cls = state === "none" || state === "late" || state === "blind" ? "warn" : "";
-  const note = WATCHDOG_NOTE[state];
+  const note = watchdogNote(state, health);
   parts.push(
     h(
       "span",
@@ -175,7 +175,7 @@ function marksLine(rows: Array<{ mark?: { kind: string } | null }>): HTMLElement
     }
   });
   return [
-    h("span", {}, `marks: ${falseAlarms} false alarm(s), ${loops} confirmed loop(s) `),
+    h("span", {}, `marks: ${falseAlarms} healthy (false alarm), ${loops} loop (confirmed loop) `),
     exportButton,
     h("span", {}, " for stallguard calibrate --labels"),
   ];

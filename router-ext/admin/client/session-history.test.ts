@@ -10,6 +10,7 @@ import {
   refusalSpans,
   sessionTimeline,
   spendSeries,
+  timeSpan,
   verdictBands,
 } from "./session-history.ts";
 
@@ -236,6 +237,37 @@ describe("a session's history", () => {
       "tree refused by stallguard",
       "marked false alarm by bob",
     ]);
+  });
+
+  it("the axis spans the session's own activity: a mark or a Resume hours later does not stretch it", () => {
+    const pad = 12 * MIN * 0.02;
+    const own = { from: T + MIN - pad, to: T + 13 * MIN + pad };
+    expect(timeSpan(detail())).toEqual(own);
+    const later = detail({
+      mark: { kind: "false_alarm", by: "bob", at: T + 5 * 60 * MIN, verdict: "looping", reason: null },
+      refusals: [
+        ...detail().refusals,
+        {
+          scope: "tree",
+          key: "ses_r",
+          state: "running",
+          reason: "false alarm",
+          by: "bob",
+          at: T + 5 * 60 * MIN,
+        },
+      ],
+      now: T + 6 * 60 * MIN,
+    });
+    const m = sessionTimeline(later);
+    expect({ from: m.from, to: m.to }).toEqual(own);
+    // The mark is drawn at the axis' end, its time in its title.
+    const svg = toSvgText(drawTimeline(m, 800));
+    expect(svg).toMatch(
+      /<path d="M796\.0 18v26[^"]*" fill="#8250df" data-mark="mark"><title>false alarm by bob<\/title>/,
+    );
+    // Nothing but heartbeats of an idle session: the axis is its last sign of life.
+    const quiet = detail({ transitions: [], samples: [], requests: [], directives: [], refusals: [] });
+    expect(timeSpan(quiet)).toEqual({ from: T + 20 * MIN - 1000, to: T + 20 * MIN + 1000 });
   });
 
   it("draws one timeline: bands, refusal spans, request ticks, landed and recovery marks, the first flag, two charts", () => {

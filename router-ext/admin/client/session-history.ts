@@ -5,7 +5,8 @@
 import type { Verdict } from "../../../shared/types.ts";
 import type { SessionDetail } from "../../api/session-detail.ts";
 import { type TimelineModel, timelineModel } from "../../timeline/draw.ts";
-import { fmtInt, fmtMark, fmtTime, fmtUsd } from "./format.ts";
+import { fmtInt, fmtTime, fmtUsd } from "./format.ts";
+import { markWords, wasFlagged } from "./mark-words.ts";
 
 export interface Action {
   at: number;
@@ -25,20 +26,22 @@ export function landedTimes(d: SessionDetail): number[] {
   return [...new Set(all)].sort((a, b) => a - b);
 }
 
-/** The time axis: from the first fact to the last (or now while a refusal holds), padded 2%. */
+/**
+ * The time axis: the session's own activity (its transitions, heartbeat
+ * samples that changed, model requests, the mode's directives), padded 2%.
+ * An admin's mark, a later Stop or Resume, and heartbeats of an idle session
+ * do not stretch it: they are drawn at its edge.
+ */
 export function timeSpan(d: SessionDetail): { from: number; to: number } {
   const times = [
     ...d.transitions.map((t) => t.at),
     ...d.samples.map((s) => s.at),
     ...d.requests.map((r) => r.at),
-    ...d.refusals.map((r) => r.at),
     ...d.directives.flatMap((x) => [x.created_at, x.done_at ?? x.created_at]),
-    ...(d.mark ? [d.mark.at] : []),
-    d.session.last_seen_at,
   ];
+  if (times.length === 0) times.push(d.session.last_seen_at);
   const from = Math.min(...times);
-  let to = Math.max(...times);
-  if (d.session.refused) to = Math.max(to, d.now);
+  const to = Math.max(...times);
   const pad = Math.max((to - from) * 0.02, 1000);
   return { from: from - pad, to: to + pad };
 }
@@ -162,7 +165,13 @@ export function actionsOf(d: SessionDetail): Action[] {
       by: "stallguard",
       detail: `${fmtInt(d.cap.cap)} tokens`,
     });
-  if (d.mark) out.push({ at: d.mark.at, what: `marked ${fmtMark(d.mark.kind)}`, by: d.mark.by, detail: "-" });
+  if (d.mark)
+    out.push({
+      at: d.mark.at,
+      what: `marked ${markWords(d.mark.kind, wasFlagged(d.session))}`,
+      by: d.mark.by,
+      detail: "-",
+    });
   return out.sort((a, b) => a.at - b.at);
 }
 
@@ -186,7 +195,13 @@ export function sessionTimeline(d: SessionDetail): TimelineModel {
         title: `${x.action} done ${clock(x.done_at as number)}`,
       })),
     ...(d.mark
-      ? [{ at: d.mark.at, kind: "mark" as const, title: `${fmtMark(d.mark.kind)} by ${d.mark.by}` }]
+      ? [
+          {
+            at: d.mark.at,
+            kind: "mark" as const,
+            title: `${markWords(d.mark.kind, wasFlagged(d.session))} by ${d.mark.by}`,
+          },
+        ]
       : []),
   ];
   const flag = firstFlag(d);

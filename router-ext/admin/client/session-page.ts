@@ -1,7 +1,7 @@
 // The session page's controller: reads GET /api/sessions/:id, renders it, and
 // carries out the mark buttons (POST / DELETE /api/sessions/:id/mark, then a
 // fresh read). A 401 goes back to the token prompt like everywhere else.
-import { sessionDetailSchema } from "../../api/session-detail.ts";
+import { markResponseSchema, sessionDetailSchema } from "../../api/session-detail.ts";
 import { type Api, ApiError } from "./api.ts";
 import { h, replace } from "./dom.ts";
 import { renderSessionPage } from "./session-view.ts";
@@ -18,6 +18,8 @@ export interface SessionPageDeps {
 
 /** What was last drawn into each root, so an auto-refresh with nothing new leaves the page alone. */
 const drawn = new WeakMap<HTMLElement, string>();
+/** The server's note on the last mark per session (why a false alarm lifted nothing), shown beside it. */
+const notes = new Map<string, string>();
 
 export async function loadSessionPage(id: string, d: SessionPageDeps): Promise<void> {
   const path = `/api/sessions/${encodeURIComponent(id)}`;
@@ -45,11 +47,16 @@ export async function loadSessionPage(id: string, d: SessionPageDeps): Promise<v
     replace(d.root, h("div", { class: "err" }, `session: ${first?.path.join(".")}: ${first?.message}`));
     return;
   }
-  const signature = JSON.stringify({ ...parsed.data, now: 0 });
+  const note = parsed.data.mark ? (notes.get(id) ?? null) : null;
+  const signature = JSON.stringify({ ...parsed.data, now: 0, note });
   if (drawn.get(d.root) === signature) return;
   const write = async (method: "POST" | "DELETE", body?: unknown) => {
     try {
-      await d.api.send(method, `${path}/mark`, body);
+      const answer = markResponseSchema.safeParse(await d.api.send(method, `${path}/mark`, body));
+      // A false alarm that lifted nothing says why (a session never flagged, nothing refused).
+      const note = answer.success ? answer.data.note : null;
+      if (note) notes.set(id, note);
+      else notes.delete(id);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return d.unauthorized();
       d.setStatus(`mark ${id}: ${(err as Error).message}`, true);
@@ -58,8 +65,13 @@ export async function loadSessionPage(id: string, d: SessionPageDeps): Promise<v
     await Promise.all([loadSessionPage(id, d), d.refreshReadout()]);
   };
   drawn.set(d.root, signature);
-  renderSessionPage(d.root, parsed.data, {
-    mark: (kind) => write("POST", { kind, by: "admin" }),
-    unmark: () => write("DELETE"),
-  });
+  renderSessionPage(
+    d.root,
+    parsed.data,
+    {
+      mark: (kind) => write("POST", { kind, by: "admin" }),
+      unmark: () => write("DELETE"),
+    },
+    note,
+  );
 }

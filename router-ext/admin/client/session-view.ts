@@ -7,7 +7,9 @@ import type { SessionDetail } from "../../api/session-detail.ts";
 import { drawTimeline, VERDICT_COLORS } from "../../timeline/draw.ts";
 import { button, type Child, dataTable, h, replace } from "./dom.ts";
 import { evidenceRows } from "./evidence.ts";
-import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd } from "./format.ts";
+import { fmtAgo, fmtInt, fmtTime, fmtUsd } from "./format.ts";
+import { pluginState } from "./liveness.ts";
+import { markButtons, markWords, wasFlagged } from "./mark-words.ts";
 import { actionsOf, sessionTimeline } from "./session-history.ts";
 import { svgElement } from "./svg-dom.ts";
 import { viewHash } from "./views.ts";
@@ -20,56 +22,94 @@ export interface SessionPageActions {
 const vClass = (v: string) => `v v-${v.replace(/[^a-z_]/g, "")}`;
 const sessionLink = (id: string) => h("a", { href: viewHash({ name: "session", id }), class: "sid" }, id);
 
-function facts(d: SessionDetail): HTMLElement {
-  const s = d.session;
-  const cells: Array<[string, Child]> = [
-    ["agent", s.agent ?? "-"],
-    ["tree", s.root_id === s.session_id ? "root" : sessionLink(s.root_id)],
-    ["parent", s.parent_id ? sessionLink(s.parent_id) : "-"],
-    [
-      "verdict",
-      h("span", {}, h("span", { class: vClass(s.verdict) }, s.verdict), s.reason ? ` (${s.reason})` : ""),
-    ],
-    ["worst", `${s.worst}, flagged ${s.flags}x`],
-    ["stage", s.cannot_act ? `${s.stage}, cannot act: ${s.cannot_act}` : s.stage],
-    [
-      "gate",
-      s.refused ? h("span", { class: "refused" }, `refused (${s.stopped_by ?? "?"})`) : "lets it through",
-    ],
-    ["plugin", s.plugin_live ? `live ${s.plugin_version ?? ""}` : "not live"],
-    ["turns since landed", fmtInt(s.turns_since_landed)],
-    ["$ since landed", fmtUsd(s.usd_since_landed)],
-    ["context", fmtInt(s.context_tokens)],
-    ["last landed", s.last_landed_at ? fmtTime(s.last_landed_at) : "never"],
-  ];
+/** One row of facts under their names; each value cell carries data-fact for tests and styling. */
+function factTable(id: string, cells: Array<[string, Child]>): HTMLElement {
   return h(
     "table",
-    { class: "facts", id: "session-facts" },
+    { class: "facts", id },
     h("thead", {}, h("tr", {}, ...cells.map(([k]) => h("th", { scope: "col" }, k)))),
     h("tbody", {}, h("tr", {}, ...cells.map(([k, v]) => h("td", { "data-fact": k }, v)))),
   );
 }
 
-function markBar(d: SessionDetail, act: SessionPageActions): HTMLElement {
+/** What opencode shows the user about the session: its title, folder and start. */
+function about(d: SessionDetail): HTMLElement {
   const s = d.session;
-  const flagged = s.worst !== "ok" || s.flags > 0;
+  const part = (key: string, text: string | null | undefined, prefix = "") =>
+    text ? h("span", { "data-about": key, title: text }, prefix, text) : null;
+  const parts = [
+    part("title", s.title),
+    part("folder", s.directory),
+    part("started", s.created_at ? fmtTime(s.created_at) : null, "started "),
+  ].filter((p) => p !== null);
+  return h(
+    "div",
+    { class: "about", id: "session-about" },
+    ...(parts.length
+      ? parts.flatMap((p, i) => (i ? [h("span", { class: "dim" }, " - "), p] : [p]))
+      : [
+          h(
+            "span",
+            { class: "dim" },
+            "no title or folder reported (no plugin, or one from before they were sent)",
+          ),
+        ]),
+  );
+}
+
+function facts(d: SessionDetail): HTMLElement {
+  const s = d.session;
+  const plugin = pluginState(s);
+  return factTable("session-facts", [
+    ["agent", s.agent ?? "-"],
+    ["tree", s.root_id === s.session_id ? "root" : sessionLink(s.root_id)],
+    ["parent", s.parent_id ? sessionLink(s.parent_id) : "-"],
+    [
+      "state",
+      h(
+        "span",
+        { class: s.ended ? "dim" : "state running", "data-state": s.ended ? "ended" : "running" },
+        `${s.ended ? "ended" : "running"}, last heard ${fmtAgo(s.last_seen_at, d.now)}`,
+      ),
+    ],
+    ["plugin", `${plugin === "no" ? "not live" : plugin}${s.plugin_version ? ` ${s.plugin_version}` : ""}`],
+    [
+      "gate",
+      s.refused ? h("span", { class: "refused" }, `refused (${s.stopped_by ?? "?"})`) : "lets it through",
+    ],
+    ["stage", s.cannot_act ? `${s.stage}, cannot act: ${s.cannot_act}` : s.stage],
+  ]);
+}
+
+/** Where the session stands now: the verdict and the reporter's current figures. */
+function figures(d: SessionDetail): HTMLElement {
+  const s = d.session;
+  return factTable("session-figures", [
+    [
+      "verdict",
+      h("span", {}, h("span", { class: vClass(s.verdict) }, s.verdict), s.reason ? ` (${s.reason})` : ""),
+    ],
+    ["worst", `${s.worst}, flagged ${s.flags}x`],
+    ["calls", fmtInt(s.calls)],
+    ["top target", s.top_target ? `${s.top_target} x${fmtInt(s.top_target_count)}` : "-"],
+    ["turns since landed", fmtInt(s.turns_since_landed)],
+    ["$ since landed", fmtUsd(s.usd_since_landed)],
+    ["context", fmtInt(s.context_tokens)],
+    ["last landed", s.last_landed_at ? fmtTime(s.last_landed_at) : "never"],
+  ]);
+}
+
+function markBar(d: SessionDetail, act: SessionPageActions, note: string | null): HTMLElement {
+  const flagged = wasFlagged(d.session);
   const m = d.mark;
-  const buttons: Child[] = flagged
-    ? [
-        button("False alarm", () => act.mark("false_alarm"), {
-          class: "mark-false",
-          title: "label it healthy for calibrate; lifts every refusal in its tree",
-          disabled: m?.kind === "false_alarm",
-        }),
-        " ",
-        button("Confirmed loop", () => act.mark("confirmed_loop"), {
-          class: "mark-loop",
-          title: "label it a loop for calibrate",
-          disabled: m?.kind === "confirmed_loop",
-        }),
-        " ",
-      ]
-    : [h("span", { class: "dim" }, "never flagged: nothing to mark ")];
+  const buttons: Child[] = markButtons(flagged).flatMap((b) => [
+    button(b.label, () => act.mark(b.kind), {
+      class: b.kind === "false_alarm" ? "mark-false" : "mark-loop",
+      title: b.title,
+      disabled: m?.kind === b.kind,
+    }),
+    " ",
+  ]);
   return h(
     "div",
     { class: "mark-bar", id: "mark-bar", "data-mark": m?.kind ?? "none" },
@@ -78,12 +118,11 @@ function markBar(d: SessionDetail, act: SessionPageActions): HTMLElement {
       ? h(
           "span",
           { class: "mark-state" },
-          `marked ${fmtMark(m.kind)} by ${m.by} ${fmtAgo(m.at, d.now)} (${fmtTime(m.at)}) `,
+          `marked ${markWords(m.kind, flagged)} by ${m.by} ${fmtAgo(m.at, d.now)} (${fmtTime(m.at)}) `,
           button("undo", () => act.unmark(), { class: "small mark-undo" }),
         )
-      : flagged
-        ? h("span", { class: "dim" }, "not marked")
-        : null,
+      : h("span", { class: "dim" }, flagged ? "not marked" : "never flagged: label it for calibrate"),
+    m && note ? h("span", { class: "dim mark-note" }, note) : null,
   );
 }
 
@@ -155,7 +194,12 @@ function history(d: SessionDetail): HTMLElement {
 }
 
 /** Renders the page for `d` into `root`. */
-export function renderSessionPage(root: HTMLElement, d: SessionDetail, act: SessionPageActions): void {
+export function renderSessionPage(
+  root: HTMLElement,
+  d: SessionDetail,
+  act: SessionPageActions,
+  markNote: string | null = null,
+): void {
   const s = d.session;
   const svg = svgElement(drawTimeline(sessionTimeline(d), 1100));
   svg.setAttribute("id", "session-timeline");
@@ -182,9 +226,11 @@ export function renderSessionPage(root: HTMLElement, d: SessionDetail, act: Sess
       " session ",
       h("span", { class: "sid", id: "session-id" }, s.session_id),
     ),
+    about(d),
     facts(d),
+    figures(d),
     kids,
-    markBar(d, act),
+    markBar(d, act, markNote),
     h("h3", {}, "Timeline"),
     h("div", { class: "timeline" }, svg),
     legend(),

@@ -1,10 +1,14 @@
 // The Sessions readout: one tbody per session tree, root first, children
-// indented, a Stop and a Resume button per tree; each session links to its
-// session page and shows an admin's mark. Rebuilt on every refresh.
+// indented, a Stop and a Resume button per tree, the tree's folder and start
+// and whether it still runs; each session links to its session page and shows
+// its title, current figures and an admin's mark. Refused, flagged and marked
+// trees come first (trees.ts treeOrder). Rebuilt on every refresh.
 import { button, h, replace } from "./dom.ts";
-import { fmtAgo, fmtInt, fmtMark, fmtTime, fmtUsd, toMs } from "./format.ts";
+import { fmtAgo, fmtInt, fmtTime, fmtUsd, toMs } from "./format.ts";
+import { pluginState, treeState } from "./liveness.ts";
+import { markWords, wasFlagged } from "./mark-words.ts";
 import type { SessionRow } from "./schemas.ts";
-import { groupTrees, type Tree, verdictRank } from "./trees.ts";
+import { groupTrees, type Tree, treeOrder, verdictRank } from "./trees.ts";
 import { viewHash } from "./views.ts";
 
 export interface SessionsContext {
@@ -21,6 +25,7 @@ const COLUMNS = [
   "agent",
   "verdict",
   "stage",
+  "calls",
   "turns since landed",
   "$ since landed",
   "context tokens",
@@ -30,18 +35,13 @@ const COLUMNS = [
   "refused / stopped",
   "mark",
 ];
+/** Columns of numbers: their headers are right-aligned like the numbers. */
+const NUMERIC = new Set(["calls", "turns since landed", "$ since landed", "context tokens"]);
 
 function isQuiet(tree: Tree<SessionRow>): boolean {
   return tree.rows.every(
     ({ row }) => row.verdict === "ok" && verdictRank(row.worst) === 0 && row.flags === 0 && !row.refused,
   );
-}
-
-function treeOrder(a: Tree<SessionRow>, b: Tree<SessionRow>): number {
-  const weight = (t: Tree<SessionRow>) =>
-    Math.max(...t.rows.map(({ row }) => (row.refused ? 3 : verdictRank(row.verdict))));
-  const seen = (t: Tree<SessionRow>) => Math.max(0, ...t.rows.map(({ row }) => toMs(row.last_seen_at) ?? 0));
-  return weight(b) - weight(a) || seen(b) - seen(a);
 }
 
 function spendTitle(r: SessionRow): string | null {
@@ -62,7 +62,11 @@ function verdictCell(r: SessionRow): HTMLTableCellElement {
       " ",
       h(
         "a",
-        { href: viewHash({ name: "session", id: r.session_id }), class: "why", title: "the session page" },
+        {
+          href: viewHash({ name: "session", id: r.session_id }),
+          class: "why",
+          title: "the session page",
+        },
         "why?",
       ),
     );
@@ -78,10 +82,11 @@ function pluginCell(r: SessionRow, serverVersion: string | null): HTMLTableCellE
     serverVersion !== null &&
     serverVersion !== "dev" &&
     r.plugin_version !== serverVersion;
+  const state = pluginState(r);
   return h(
     "td",
-    { class: r.plugin_live ? "live" : "dead" },
-    r.plugin_live ? "live" : "no",
+    { class: state === "live" ? "live" : "dead", "data-plugin": state },
+    state,
     r.plugin_version ? ` ${r.plugin_version}` : "",
     stale ? h("span", { class: "stale", title: `router is ${serverVersion}` }, " (stale)") : null,
   );
@@ -107,7 +112,7 @@ function markCell(r: SessionRow, now: number): HTMLTableCellElement {
   return h(
     "td",
     { class: "mark", "data-mark": m.kind, title: fmtTime(m.at) },
-    h("span", { class: m.kind }, fmtMark(m.kind)),
+    h("span", { class: m.kind }, markWords(m.kind, wasFlagged(r))),
     h("br"),
     h("span", { class: "dim" }, `${m.by} ${fmtAgo(m.at, now)}`),
   );
@@ -120,8 +125,16 @@ function sessionRows(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRow
       "td",
       { class: "sid", title: r.session_id },
       depth > 0 ? h("span", { class: "dim" }, "+- ") : null,
-      h("a", { href: viewHash({ name: "session", id: r.session_id }), class: "session-link" }, r.session_id),
+      h(
+        "a",
+        {
+          href: viewHash({ name: "session", id: r.session_id }),
+          class: "session-link",
+        },
+        r.session_id,
+      ),
       r.session_id === tree.rootId ? h("span", { class: "dim" }, " (root)") : null,
+      r.title ? h("div", { class: "title", "data-title": "", title: r.title }, r.title) : null,
     );
     idCell.style.paddingLeft = `${0.4 + depth * 1.6}em`;
     out.push(
@@ -138,10 +151,15 @@ function sessionRows(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRow
         r.cannot_act
           ? h(
               "td",
-              { class: "warn", "data-cannot-act": r.cannot_act, title: r.cannot_act },
+              {
+                class: "warn",
+                "data-cannot-act": r.cannot_act,
+                title: r.cannot_act,
+              },
               `${r.stage ?? "-"}, cannot act: ${r.cannot_act}`,
             )
           : h("td", {}, r.stage ?? "-"),
+        h("td", { class: "num", "data-field": "calls" }, fmtInt(r.calls)),
         h("td", { class: "num", title: spendTitle(r) }, fmtInt(r.turns_since_landed)),
         h("td", { class: "num", title: spendTitle(r) }, fmtUsd(r.usd_since_landed)),
         h("td", { class: "num" }, fmtInt(r.context_tokens)),
@@ -161,14 +179,27 @@ function sessionRows(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRow
   return out;
 }
 
+/** Where the tree runs and since when: the folder and creation time of its root (or its first session). */
+function treeAbout(tree: Tree<SessionRow>): string {
+  const root = tree.rows.find(({ row }) => row.session_id === tree.rootId)?.row ?? tree.rows[0]?.row;
+  const parts = [
+    root?.directory ?? null,
+    root?.created_at ? `started ${fmtTime(root.created_at)}` : null,
+  ].filter((p): p is string => p !== null);
+  return parts.length ? ` - ${parts.join(", ")}` : "";
+}
+
 function treeHead(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRowElement {
-  const refused = tree.rows.some(({ row }) => row.refused);
+  const state = treeState(tree.rows.map(({ row }) => row));
+  const refused = state === "stopped";
+  const ended = tree.rows.every(({ row }) => row.ended === true);
   const stopper = tree.rows.find(({ row }) => row.refused && row.stopped_by !== null)?.row;
-  const state = refused
-    ? stopper
-      ? `refused: stopped by ${stopper.stopped_by} at ${fmtTime(stopper.stopped_at)}`
-      : "refused"
-    : "running";
+  const lastHeard = Math.max(0, ...tree.rows.map(({ row }) => toMs(row.last_seen_at) ?? 0));
+  const text = refused
+    ? `${stopper ? `refused: stopped by ${stopper.stopped_by} at ${fmtTime(stopper.stopped_at)}` : "refused"}${ended ? ", ended" : ""}`
+    : state === "ended"
+      ? `ended (last heard ${fmtAgo(lastHeard, ctx.now)})`
+      : "running";
   return h(
     "tr",
     { class: "tree-head" },
@@ -177,16 +208,28 @@ function treeHead(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRowEle
       { colspan: COLUMNS.length, scope: "rowgroup" },
       h("span", { class: "tree-id" }, `tree ${tree.rootId}`),
       tree.rootPresent ? null : h("span", { class: "dim" }, " (root not reported)"),
-      h("span", { class: "dim" }, ` - ${tree.rows.length} session${tree.rows.length === 1 ? "" : "s"} - `),
+      h("span", { class: "dim" }, ` - ${tree.rows.length} session${tree.rows.length === 1 ? "" : "s"}`),
+      h("span", { class: "dim tree-about" }, treeAbout(tree)),
+      h("span", { class: "dim" }, " - "),
       h(
         "span",
-        { class: refused ? "state refused" : "state running", "data-state": refused ? "stopped" : "running" },
-        state,
+        {
+          class: `state ${refused ? "refused" : state}`,
+          "data-state": state,
+          title: fmtTime(lastHeard),
+        },
+        text,
       ),
       " ",
-      button("Stop tree", () => ctx.stop(tree.rootId), { class: "stop", disabled: refused }),
+      button("Stop tree", () => ctx.stop(tree.rootId), {
+        class: "stop",
+        disabled: refused,
+      }),
       " ",
-      button("Resume tree", () => ctx.resume(tree.rootId), { class: "resume", disabled: !refused }),
+      button("Resume tree", () => ctx.resume(tree.rootId), {
+        class: "resume",
+        disabled: !refused,
+      }),
     ),
   );
 }
@@ -199,7 +242,11 @@ export function renderSessions(
 ): { trees: number; hidden: number; flagged: number; refusedTrees: number } {
   const trees = groupTrees(rows).sort(treeOrder);
   const shown = ctx.hideOk ? trees.filter((t) => !isQuiet(t)) : trees;
-  const head = h("thead", {}, h("tr", {}, ...COLUMNS.map((c) => h("th", { scope: "col" }, c))));
+  const head = h(
+    "thead",
+    {},
+    h("tr", {}, ...COLUMNS.map((c) => h("th", { scope: "col", class: NUMERIC.has(c) ? "num" : null }, c))),
+  );
   const bodies = shown.map((t) =>
     h("tbody", { class: "tree", "data-root": t.rootId }, treeHead(t, ctx), ...sessionRows(t, ctx)),
   );

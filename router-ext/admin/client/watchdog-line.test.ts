@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Health } from "./schemas.ts";
-import { watchdogState } from "./watchdog-line.ts";
+import { watchdogNote, watchdogState } from "./watchdog-line.ts";
 
 const health = (watchdog: Health["watchdog"]): Health => ({
   ok: true,
@@ -33,5 +33,18 @@ describe("watchdogState", () => {
     expect(watchdogState(health(tick({ last_tick_at: now - 1_000_000 })), undefined, now)).toBe("ok");
     const { servers: _s, ...old } = tick({ blind: true });
     expect(watchdogState(health(old), 300_000, now)).toBe("blind");
+  });
+
+  it("says what the last tick read from opencode.db: idle only when nothing was there", () => {
+    const read = health(tick({ servers: 0, sessions: 4, db: "read" }));
+    expect(watchdogState(read, 300_000, now)).toBe("ok");
+    expect(watchdogNote("ok", read)).toBe("read opencode.db: 4 session(s) judged");
+    const none = health(tick({ servers: 0, sessions: 0, db: "missing" }));
+    expect(watchdogState(none, 300_000, now)).toBe("idle");
+    expect(watchdogNote("idle", none)).toBe("no opencode database found, no opencode server answered");
+    const broken = health(tick({ servers: 0, blind: true, db: "unreadable" }));
+    expect(watchdogState(broken, 300_000, now)).toBe("blind");
+    expect(watchdogNote("blind", broken)).toBe("BLIND: opencode.db could not be read");
+    expect(watchdogNote("late", read)).toBe("LATE: not running?");
   });
 });

@@ -1,5 +1,6 @@
-// session_marks: an admin's verdict on a flagged session ("false alarm" or
-// "confirmed loop"), with who and when. One per session; the latest wins.
+// session_marks: an admin's label on a session, flagged or not ("false alarm":
+// healthy, "confirmed loop": loop), with who and when. One per session; the
+// latest wins.
 import type Database from "better-sqlite3";
 import type { Verdict } from "../../../shared/types.ts";
 

@@ -32,6 +32,13 @@ export interface SessionRow {
   plugin_seen_at: number | null;
   first_seen_at: number;
   last_seen_at: number;
+  /** The reporter's current figures; null until a plugin sends them. */
+  calls: number | null;
+  landed: number | null;
+  /** What opencode shows the user about the session; null until a plugin sends it. */
+  title: string | null;
+  directory: string | null;
+  created_at: number | null;
 }
 
 /** A row with its refusals and the gate's spend since the session's last landed change. */
@@ -79,11 +86,24 @@ export interface VerdictUpdate {
 export interface StatsUpdate {
   session_id: string;
   turns: number;
-  /** null keeps the stored figure (heartbeats carry no money). */
+  /** null keeps the stored figure (a heartbeat from an older plugin carries no money). */
   usd: number | null;
   last_landed_at: number | null;
   context_tokens: number;
+  /** null keeps the stored figure (an older plugin's heartbeat has none). */
+  calls: number | null;
+  landed: number | null;
+  /** The most repeated call now; undefined keeps the stored one. */
+  top?: { target: string | null; count: number };
   at: number;
+}
+
+/** The title, folder and creation time opencode shows; a null keeps what is stored. */
+export interface SessionDescription {
+  session_id: string;
+  title: string | null;
+  directory: string | null;
+  created_at: number | null;
 }
 
 const worse = (a: Verdict, b: Verdict): Verdict => (VERDICT_RANK[b] > VERDICT_RANK[a] ? b : a);
@@ -93,6 +113,17 @@ export interface ChildRow {
   agent: string | null;
   verdict: Verdict;
 }
+
+/**
+ * A session an admin must see whatever the volume: flagged now or before,
+ * refused now (its tree or itself), or marked. Written over listSql's joins.
+ */
+const ATTENTION = `(s.verdict <> 'ok' OR s.worst <> 'ok' OR s.flags > 0
+  OR COALESCE(rt.state, '') = 'stopped' OR COALESCE(rs.state, '') = 'stopped' OR m.kind IS NOT NULL)`;
+const JOINS = `FROM sessions s
+       LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
+       LEFT JOIN refusals rs ON rs.scope = 'session' AND rs.key = s.session_id
+       LEFT JOIN session_marks m ON m.session_id = s.session_id`;
 
 /**
  * Sessions with their refusals, their mark and the gate's spend since their
@@ -113,10 +144,7 @@ function listSql(where: string, tail: string): string {
               AND q.refused = 0 AND q.started_at > COALESCE(s.last_landed_at, -1)) AS g_usd,
          (SELECT q.context_tokens FROM requests q WHERE q.session_id = s.session_id AND q.context_tokens IS NOT NULL AND q.refused = 0
             ORDER BY q.started_at DESC LIMIT 1) AS g_ctx
-       FROM sessions s
-       LEFT JOIN refusals rt ON rt.scope = 'tree' AND rt.key = s.root_id
-       LEFT JOIN refusals rs ON rs.scope = 'session' AND rs.key = s.session_id
-       LEFT JOIN session_marks m ON m.session_id = s.session_id
+       ${JOINS}
        ${where} ${tail}`;
 }
 
@@ -148,11 +176,33 @@ export function sessionsTable(db: Database.Database) {
     ),
     stats: db.prepare(
       `UPDATE sessions SET turns_since_landed = @turns, usd_since_landed = COALESCE(@usd, usd_since_landed),
-         last_landed_at = @last_landed_at, context_tokens = @context_tokens, stats_at = @at
+         last_landed_at = @last_landed_at, context_tokens = @context_tokens, stats_at = @at,
+         calls = COALESCE(@calls, calls), landed = COALESCE(@landed, landed),
+         top_target = CASE WHEN @has_top THEN @top_target ELSE top_target END,
+         top_target_count = CASE WHEN @has_top THEN @top_target_count ELSE top_target_count END
        WHERE session_id = @session_id AND COALESCE(stats_at, -1) <= @at`,
+    ),
+    describe: db.prepare(
+      `UPDATE sessions SET title = COALESCE(@title, title), directory = COALESCE(@directory, directory),
+         created_at = COALESCE(@created_at, created_at) WHERE session_id = @session_id`,
     ),
     touch: db.prepare("UPDATE sessions SET last_seen_at = MAX(last_seen_at, ?) WHERE session_id = ?"),
     list: db.prepare<[number], SessionListRow>(listSql("", "ORDER BY s.last_seen_at DESC LIMIT ?")),
+    attention: db.prepare<[number], SessionListRow>(
+      listSql(`WHERE ${ATTENTION}`, "ORDER BY s.last_seen_at DESC LIMIT ?"),
+    ),
+    quiet: db.prepare<[number, number], SessionListRow>(
+      listSql(`WHERE NOT ${ATTENTION}`, "ORDER BY s.last_seen_at DESC LIMIT ? OFFSET ?"),
+    ),
+    counts: db.prepare<[], { total: number; attention: number }>(
+      `SELECT COUNT(*) AS total, COALESCE(SUM(${ATTENTION}), 0) AS attention ${JOINS}`,
+    ),
+    flagged: db.prepare<[number], SessionListRow>(
+      listSql(
+        "WHERE s.verdict <> 'ok'",
+        "ORDER BY CASE s.verdict WHEN 'looping' THEN 0 ELSE 1 END, s.last_seen_at DESC LIMIT ?",
+      ),
+    ),
     one: db.prepare<[string], SessionListRow>(listSql("WHERE s.session_id = ?", "")),
     children: db.prepare<[string, number], ChildRow>(
       "SELECT session_id, agent, verdict FROM sessions WHERE parent_id = ? ORDER BY first_seen_at LIMIT ?",
@@ -224,13 +274,40 @@ export function sessionsTable(db: Database.Database) {
     },
     /** The reporter's spend numbers; an older report than the stored one changes nothing. */
     setStats(u: StatsUpdate): void {
-      q.stats.run(u);
+      const { top, ...rest } = u;
+      q.stats.run({
+        ...rest,
+        has_top: top ? 1 : 0,
+        top_target: top?.target ?? null,
+        top_target_count: top?.count ?? 0,
+      });
+    },
+    /** What opencode shows of the session (a heartbeat's title, folder and creation time). */
+    describe(d: SessionDescription): void {
+      if (d.title === null && d.directory === null && d.created_at === null) return;
+      q.describe.run(d);
     },
     touch(sessionId: string, at: number): void {
       q.touch.run(at, sessionId);
     },
     list(limit: number): SessionListRow[] {
       return q.list.all(limit);
+    },
+    /** Flagged, refused or marked sessions (see ATTENTION), most recently seen first. */
+    attention(limit: number): SessionListRow[] {
+      return q.attention.all(limit);
+    },
+    /** The other sessions, most recently seen first, from `offset`. */
+    quiet(limit: number, offset: number): SessionListRow[] {
+      return q.quiet.all(limit, offset);
+    },
+    /** All sessions, and how many of them need attention. */
+    counts(): { total: number; attention: number } {
+      return q.counts.get() ?? { total: 0, attention: 0 };
+    },
+    /** Sessions flagged now, looping first, then most recently seen. */
+    flagged(limit: number): SessionListRow[] {
+      return q.flagged.all(limit);
     },
     /** One session as list() shows it. */
     one(sessionId: string): SessionListRow | undefined {

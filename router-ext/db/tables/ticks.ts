@@ -1,15 +1,15 @@
-// watchdog_ticks: what each watchdog tick saw (servers, sessions, blind).
+// watchdog_ticks: what each watchdog tick saw (servers, opencode's database, sessions, blind).
 import type Database from "better-sqlite3";
 import type { WatchdogTick } from "../../../shared/index.ts";
 import type { WatchdogTickView } from "../../api/schemas.ts";
 
 export function ticksTable(db: Database.Database) {
   const insert = db.prepare(
-    `INSERT INTO watchdog_ticks (at, received_at, servers, sessions, flagged, blind)
-     VALUES (@at, @received_at, @servers, @sessions, @flagged, @blind)`,
+    `INSERT INTO watchdog_ticks (at, received_at, servers, sessions, flagged, blind, db)
+     VALUES (@at, @received_at, @servers, @sessions, @flagged, @blind, @db)`,
   );
   const last = db.prepare<[], Omit<WatchdogTickView, "blind"> & { blind: number }>(
-    "SELECT at, received_at, servers, sessions, flagged, blind FROM watchdog_ticks ORDER BY seq DESC LIMIT 1",
+    "SELECT at, received_at, servers, sessions, flagged, blind, db FROM watchdog_ticks ORDER BY seq DESC LIMIT 1",
   );
   // The newest tick is kept whatever its age, so a dead watchdog shows as late, not as never seen.
   const prune = db.prepare(
@@ -24,6 +24,7 @@ export function ticksTable(db: Database.Database) {
         sessions: t.sessions,
         flagged: t.flagged,
         blind: t.blind ? 1 : 0,
+        db: t.db ?? null,
       });
     },
     last(): WatchdogTickView | null {

@@ -1,0 +1,177 @@
+// The shared read-only reader on real SQLite files shaped as opencode 1.18.33
+// writes them (bench/core-opencode-db.ts): malformed rows counted and
+// skipped, a shape it does not know refused by name, reads while another
+// connection writes in WAL mode, and the file left as it was.
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, test } from "vitest";
+import { syntheticSession, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
+import { opencodeDataDir, opencodeDbPath } from "./path.ts";
+import { OpencodeDb, OpencodeDbError } from "./reader.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "stallguard-ocdb-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+type Stored = { info: { id: string }; parts: unknown[] };
+
+/** A fresh opencode-shaped database with `sessions` synthetic looping sessions of 10 calls. */
+function fixture(sessions = 2): string {
+  const path = join(tmp, `oc${++n}.db`);
+  writeOpencodeDb(
+    path,
+    Array.from({ length: sessions }, (_, i) => syntheticSession(i, 10, { loopEvery: 1 })),
+  );
+  return path;
+}
+
+const problem = (fn: () => unknown): OpencodeDbError => {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof OpencodeDbError) return err;
+    throw err;
+  }
+  throw new Error("no error");
+};
+
+describe("opencodeDbPath: opencode db path's rules", () => {
+  test("OPENCODE_DB absolute or relative to the data dir; :memory: is no file; else the data dir", () => {
+    expect(opencodeDbPath({ OPENCODE_DB: "/x/y.db", HOME: "/h" })).toBe("/x/y.db");
+    expect(opencodeDbPath({ OPENCODE_DB: "other.db", XDG_DATA_HOME: "/data" })).toBe(
+      "/data/opencode/other.db",
+    );
+    expect(opencodeDbPath({ OPENCODE_DB: ":memory:" })).toBeNull();
+    expect(opencodeDbPath({ XDG_DATA_HOME: "/data" })).toBe("/data/opencode/opencode.db");
+    expect(opencodeDbPath({ HOME: "/h" })).toBe("/h/.local/share/opencode/opencode.db");
+    // A relative XDG_DATA_HOME is ignored, as the XDG spec says.
+    expect(opencodeDataDir({ XDG_DATA_HOME: "rel", HOME: "/h" })).toBe("/h/.local/share/opencode");
+  });
+});
+
+describe("OpencodeDb", () => {
+  test("reads sessions, messages and parts back; tool output is hashed, never kept", () => {
+    const db = OpencodeDb.open(fixture(1));
+    try {
+      const { rows, malformed } = db.allSessions();
+      expect(malformed).toBe(0);
+      expect(rows.map((r) => [r.id, r.parentId, r.title])).toEqual([["ses_00000000bench", null, "bench 0"]]);
+      const read = db.messages("ses_00000000bench");
+      expect(read).toMatchObject({ rows: 22, malformed: 0 });
+      expect(read.messages).toHaveLength(11);
+      const tool = (read.messages as Stored[])[1]?.parts[0] as {
+        state: Record<string, unknown>;
+        sessionID: string;
+      };
+      expect(tool.sessionID).toBe("ses_00000000bench");
+      expect(tool.state.output).toBeUndefined();
+    } finally {
+      db.close();
+    }
+  });
+
+  test("malformed rows are counted and skipped: bad JSON, no type or role, wrong column types", () => {
+    const path = fixture(1);
+    const w = new Database(path);
+    w.prepare("UPDATE part SET data = '{oops' WHERE id = 'prt_00000000000001'").run();
+    w.prepare("UPDATE part SET data = '[1,2]' WHERE id = 'prt_00000000000002'").run();
+    w.prepare(`UPDATE part SET data = '{"tool":"read"}' WHERE id = 'prt_00000000000003'`).run();
+    w.prepare(`UPDATE message SET data = '{"agent":"build"}' WHERE id = 'msg_00000000000004'`).run();
+    // SQLite keeps a blob in a text column, and text in an integer one.
+    w.prepare(
+      "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, time_created, time_updated) VALUES ('ses_badparent', 'p', X'2a', 's', '/d', 't', '1', 1, 2)",
+    ).run();
+    w.prepare(
+      "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES ('ses_badtime', 'p', 's', '/d', 't', '1', 1, 'soon')",
+    ).run();
+    w.close();
+    const db = OpencodeDb.open(path);
+    try {
+      const all = db.allSessions();
+      expect(all.rows.map((r) => r.id)).toEqual(["ses_00000000bench"]);
+      expect(all.malformed).toBe(2);
+      expect(db.session("ses_badparent")).toBe("malformed");
+      expect(db.session("ses_nope")).toBeNull();
+      const read = db.messages("ses_00000000bench");
+      expect(read.malformed).toBe(4);
+      // Message 4 is dropped with its part; messages 1 to 3 are kept without their bad parts.
+      expect(read.messages).toHaveLength(10);
+      expect((read.messages as Stored[]).filter((m) => m.parts.length === 0).map((m) => m.info.id)).toEqual([
+        "msg_00000000000001",
+        "msg_00000000000002",
+        "msg_00000000000003",
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
+  test("a shape it does not know is refused by name; a missing or non-SQLite file likewise", () => {
+    const noMessage = join(tmp, "no-message.db");
+    const a = new Database(noMessage);
+    a.exec("CREATE TABLE session (id text); CREATE TABLE part (id text)");
+    a.close();
+    expect(problem(() => OpencodeDb.open(noMessage))).toMatchObject({
+      kind: "unexpected_shape",
+      message: 'not an opencode database: no "message" table',
+    });
+    const noColumn = fixture(1);
+    const b = new Database(noColumn);
+    b.exec("ALTER TABLE session DROP COLUMN title");
+    b.close();
+    expect(problem(() => OpencodeDb.open(noColumn))).toMatchObject({
+      kind: "unexpected_shape",
+      message: 'unexpected opencode database shape: "session" has no "title" column',
+    });
+    const missing = join(tmp, "missing.db");
+    expect(problem(() => OpencodeDb.open(missing))).toMatchObject({ kind: "missing", path: missing });
+    expect(existsSync(missing)).toBe(false);
+    const garbage = join(tmp, "garbage.db");
+    writeFileSync(garbage, "this is not a database, it only has the name of one ".repeat(100));
+    expect(problem(() => OpencodeDb.open(garbage))).toMatchObject({ kind: "unreadable" });
+    expect(problem(() => OpencodeDb.open(tmp)).kind).toBe("unreadable");
+  });
+
+  test("WAL: reads while another connection writes; a snapshot sees committed rows only, the next one the new rows", () => {
+    const path = fixture(1);
+    const writer = new Database(path);
+    writer.pragma("journal_mode = WAL");
+    const db = OpencodeDb.open(path, { busyTimeoutMs: 0 });
+    try {
+      writer.exec("BEGIN IMMEDIATE");
+      writer
+        .prepare(
+          "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES ('ses_new', 'p', 's', '/d', 't', '1', 5, 5)",
+        )
+        .run();
+      // The writer holds the write lock with a row not yet committed: the read neither waits nor sees it.
+      expect(db.snapshot(() => db.allSessions().rows.map((r) => r.id))).toEqual(["ses_00000000bench"]);
+      // A snapshot stays one snapshot even when a commit lands in the middle of it.
+      const seen = db.snapshot(() => {
+        const before = db.allSessions().rows.length;
+        writer.exec("COMMIT");
+        return [before, db.allSessions().rows.length];
+      });
+      expect(seen).toEqual([1, 1]);
+      expect(db.allSessions().rows.map((r) => r.id)).toEqual(["ses_new", "ses_00000000bench"]);
+      expect(db.updatedSince(5, 10).rows.map((r) => r.id)).toEqual(["ses_00000000bench", "ses_new"]);
+      expect(db.updatedSince(1_900_000_000_000, 10).rows).toEqual([]);
+    } finally {
+      db.close();
+      writer.close();
+    }
+  });
+
+  test("never writes: the file's bytes are the same after reading", () => {
+    const path = fixture(3);
+    const sha = () => createHash("sha256").update(readFileSync(path)).digest("hex");
+    const before = sha();
+    const db = OpencodeDb.open(path);
+    for (const s of db.allSessions().rows) db.messages(s.id);
+    db.close();
+    expect(sha()).toBe(before);
+  });
+});

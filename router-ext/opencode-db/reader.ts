@@ -1,0 +1,260 @@
+// opencode's own database, read strictly read-only: the one reader the
+// watchdog and calibrate share. The file is never created or written (WAL: a
+// reader neither blocks opencode nor is blocked by it), its shape is checked
+// before anything is read, and only the session, message and part tables are
+// touched (the same file holds opencode's credentials). A row that cannot be
+// used is counted and skipped, never thrown on. Tool output is hashed and
+// dropped as each part is read, so no content outlives the read.
+import { existsSync } from "node:fs";
+import Database from "better-sqlite3";
+import { type StoredMessage, slimToolPart } from "../../shared/index.ts";
+import { isRec, type Rec } from "../../shared/read.ts";
+
+export type OpencodeDbProblem = "missing" | "unreadable" | "unexpected_shape";
+
+/** Why the database cannot be read: absent, not openable, or not the shape this reader knows. */
+export class OpencodeDbError extends Error {
+  constructor(
+    readonly kind: OpencodeDbProblem,
+    readonly path: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+export interface SessionRow {
+  id: string;
+  parentId: string | null;
+  directory: string | null;
+  title: string | null;
+  /** Epoch ms. */
+  created: number | null;
+  updated: number | null;
+}
+
+export interface Rows<T> {
+  rows: T[];
+  /** Rows skipped because a field had the wrong type. */
+  malformed: number;
+}
+
+export interface SessionMessages {
+  messages: StoredMessage[];
+  /** Message and part rows read, malformed ones included. */
+  rows: number;
+  malformed: number;
+}
+
+/** The columns every query below relies on; anything else in opencode's tables is ignored. */
+const REQUIRED: Record<"session" | "message" | "part", readonly string[]> = {
+  session: ["id", "parent_id", "directory", "title", "time_created", "time_updated"],
+  message: ["id", "session_id", "time_created", "data"],
+  part: ["id", "message_id", "session_id", "data"],
+};
+
+const SESSION_COLS = "id, parent_id, directory, title, time_created, time_updated";
+
+const MAX_ID = 200;
+
+function text(v: unknown): string | null | undefined {
+  if (v === null) return null;
+  return typeof v === "string" ? v : undefined;
+}
+
+function time(v: unknown): number | null | undefined {
+  if (v === null) return null;
+  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+}
+
+/** A session row with the types the schema promises; null when it has other ones. */
+export function toSessionRow(r: Rec): SessionRow | null {
+  const { id } = r;
+  if (typeof id !== "string" || id.length === 0 || id.length > MAX_ID) return null;
+  const parentId = text(r.parent_id);
+  const directory = text(r.directory);
+  const title = text(r.title);
+  const created = time(r.time_created);
+  const updated = time(r.time_updated);
+  if (parentId === undefined || directory === undefined || title === undefined) return null;
+  if (created === undefined || updated === undefined) return null;
+  if (parentId !== null && (parentId.length === 0 || parentId.length > MAX_ID)) return null;
+  return { id, parentId, directory, title, created, updated };
+}
+
+function parseData(v: unknown): Rec | null {
+  if (typeof v !== "string") return null;
+  try {
+    const parsed: unknown = JSON.parse(v);
+    return isRec(parsed) ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+export class OpencodeDb {
+  private readonly q: ReturnType<typeof statements>;
+
+  private constructor(
+    readonly path: string,
+    private readonly db: Database.Database,
+  ) {
+    this.q = statements(db);
+  }
+
+  /**
+   * Opens `path` read-only and checks its shape. Throws an OpencodeDbError:
+   * missing (no such file), unreadable (cannot be opened, not SQLite) or
+   * unexpected_shape (a table or column this reader needs is absent).
+   */
+  static open(path: string, opts: { busyTimeoutMs?: number } = {}): OpencodeDb {
+    if (!existsSync(path))
+      throw new OpencodeDbError("missing", path, `cannot open ${path} read-only: no such file`);
+    let db: Database.Database | null = null;
+    try {
+      db = new Database(path, { readonly: true, fileMustExist: true });
+      db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
+      checkShape(db, path);
+      return new OpencodeDb(path, db);
+    } catch (err) {
+      db?.close();
+      if (err instanceof OpencodeDbError) throw err;
+      throw new OpencodeDbError("unreadable", path, `cannot open ${path} read-only: ${openHint(path, err)}`);
+    }
+  }
+
+  /** Runs `fn` in one read transaction: everything it reads is one snapshot of the file. */
+  snapshot<T>(fn: () => T): T {
+    return this.db.transaction(fn).deferred();
+  }
+
+  /** Sessions updated at or after `since` (epoch ms), newest first, at most `limit`. */
+  updatedSince(since: number, limit: number): Rows<SessionRow> {
+    return sessionRows(this.q.since.all(Math.floor(since), limit) as Rec[]);
+  }
+
+  /** Every session, oldest first. */
+  allSessions(): Rows<SessionRow> {
+    return sessionRows(this.q.all.all() as Rec[]);
+  }
+
+  /** One session; null when there is none, "malformed" when its row is unusable. */
+  session(id: string): SessionRow | null | "malformed" {
+    const r = this.q.one.get(id) as Rec | undefined;
+    if (!r) return null;
+    return toSessionRow(r) ?? "malformed";
+  }
+
+  /** A session's direct children, oldest first. */
+  children(id: string): Rows<SessionRow> {
+    return sessionRows(this.q.children.all(id) as Rec[]);
+  }
+
+  /** A session's messages, oldest first, each with its parts (tool output hashed, then dropped). */
+  messages(sessionId: string): SessionMessages {
+    let rows = 0;
+    let malformed = 0;
+    const partsByMessage = new Map<string, Rec[]>();
+    for (const p of this.q.parts.iterate(sessionId) as Iterable<Rec>) {
+      rows++;
+      const data = parseData(p.data);
+      if (
+        !data ||
+        typeof data.type !== "string" ||
+        typeof p.id !== "string" ||
+        typeof p.message_id !== "string"
+      ) {
+        malformed++;
+        continue;
+      }
+      data.id = p.id;
+      data.messageID = p.message_id;
+      data.sessionID = sessionId;
+      slimToolPart(data);
+      const list = partsByMessage.get(p.message_id) ?? [];
+      list.push(data);
+      partsByMessage.set(p.message_id, list);
+    }
+    const messages: StoredMessage[] = [];
+    for (const m of this.q.messages.iterate(sessionId) as Iterable<Rec>) {
+      rows++;
+      const data = parseData(m.data);
+      if (!data || typeof data.role !== "string" || typeof m.id !== "string") {
+        malformed++;
+        continue;
+      }
+      // summary carries the user's diffs (content): never kept.
+      const { summary: _summary, ...info } = data;
+      messages.push({
+        info: { ...info, id: m.id, sessionID: sessionId },
+        parts: partsByMessage.get(m.id) ?? [],
+      });
+    }
+    return { messages, rows, malformed };
+  }
+
+  /** Copies the database with SQLite's backup API (the copy is a plain file the caller owns). */
+  async backup(to: string): Promise<void> {
+    await this.db.backup(to);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+/**
+ * SQLite reads a WAL database only through its -wal and -shm files: while no
+ * opencode has it open they do not exist, and a reader must be able to create
+ * them beside it (a read-only folder, such as a sandboxed home, cannot).
+ */
+function openHint(path: string, err: unknown): string {
+  const message = (err as Error).message;
+  if ((err as { code?: unknown }).code !== "SQLITE_CANTOPEN" || existsSync(`${path}-wal`)) return message;
+  return `${message} (with no opencode running, SQLite creates ${path}-wal and -shm to read it: its folder must be writable for this process)`;
+}
+
+function statements(db: Database.Database) {
+  return {
+    since: db.prepare(
+      `SELECT ${SESSION_COLS} FROM session WHERE time_updated >= ? ORDER BY time_updated DESC, id LIMIT ?`,
+    ),
+    all: db.prepare(`SELECT ${SESSION_COLS} FROM session ORDER BY time_created, id`),
+    one: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE id = ?`),
+    children: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE parent_id = ? ORDER BY time_created, id`),
+    messages: db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"),
+    parts: db.prepare("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id"),
+  };
+}
+
+function sessionRows(raw: Rec[]): Rows<SessionRow> {
+  const rows: SessionRow[] = [];
+  let malformed = 0;
+  for (const r of raw) {
+    const row = toSessionRow(r);
+    if (row) rows.push(row);
+    else malformed++;
+  }
+  return { rows, malformed };
+}
+
+/** The three tables and the columns the queries use; any other table is never looked at. */
+function checkShape(db: Database.Database, path: string): void {
+  const columns = db.prepare("SELECT name FROM pragma_table_info(?)");
+  const have = new Map<string, Set<string>>();
+  for (const table of Object.keys(REQUIRED)) {
+    const cols = new Set((columns.all(table) as Array<{ name: string }>).map((c) => c.name));
+    if (cols.size === 0)
+      throw new OpencodeDbError("unexpected_shape", path, `not an opencode database: no "${table}" table`);
+    have.set(table, cols);
+  }
+  for (const [table, needed] of Object.entries(REQUIRED)) {
+    const missing = needed.find((c) => !have.get(table)?.has(c));
+    if (missing)
+      throw new OpencodeDbError(
+        "unexpected_shape",
+        path,
+        `unexpected opencode database shape: "${table}" has no "${missing}" column`,
+      );
+  }
+}
