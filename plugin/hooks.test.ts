@@ -1,8 +1,24 @@
-// Hooks never throw into opencode, whatever they are handed.
+// Hooks never throw into opencode, whatever they are handed. Each hook runs
+// inside a guard that turns a throw into a logged code, so "resolves" alone
+// proves nothing: the junk cases also assert that no guard caught anything
+// (the code itself tolerates junk), and one case makes the runtime throw to
+// show the guard logs it with the hook's code.
 import { describe, expect, it } from "vitest";
 import { createHooks } from "./hooks.ts";
 import { loadSettings } from "./settings.ts";
 import { Stallguard } from "./state.ts";
+
+/** Replaces sg.log with a recorder; returns the lines ("level code message"). */
+function recordLogs(sg: Stallguard): string[] {
+  const lines: string[] = [];
+  sg.log = (level, code, message) => {
+    lines.push(`${level} ${code} ${message}`);
+  };
+  return lines;
+}
+
+/** The lines a hook guard wrote (codes ending in _failed from hooks.ts). */
+const guardCodes = (lines: string[]) => lines.filter((l) => /^error \S+_failed /.test(l));
 
 const junk: unknown[] = [undefined, null, 0, "x", [], {}, { sessionID: 5 }, { type: "tool", state: null }];
 
@@ -24,17 +40,21 @@ describe("hooks never throw", () => {
       },
     },
   });
+  const logged = recordLogs(sg);
   const hooks = createHooks(sg);
   type AnyHook = (a: unknown, b: unknown) => Promise<unknown>;
   const names = ["chat.headers", "chat.message", "tool.execute.before", "tool.execute.after"] as const;
 
   it.each(names)("%s with malformed input", async (name) => {
     const fn = hooks[name] as unknown as AnyHook;
+    logged.length = 0;
     for (const a of junk) for (const b of junk) await expect(fn(a, b)).resolves.toBeUndefined();
+    expect(guardCodes(logged)).toEqual([]);
   });
 
   it("event with malformed events", async () => {
     const fn = hooks.event as unknown as (a: unknown) => Promise<unknown>;
+    logged.length = 0;
     for (const e of junk) await expect(fn({ event: e })).resolves.toBeUndefined();
     for (const type of [
       "message.part.updated",
@@ -45,6 +65,28 @@ describe("hooks never throw", () => {
     ])
       for (const properties of junk)
         await expect(fn({ event: { type, properties } })).resolves.toBeUndefined();
+    expect(guardCodes(logged)).toEqual([]);
+  });
+
+  it("a runtime that throws is caught by the guard and logged with the hook's code", async () => {
+    const { settings } = loadSettings({ env: { STALLGUARD_URL: "http://127.0.0.1:9" } });
+    const broken = new Stallguard({ settings });
+    const seen = recordLogs(broken);
+    const boom = () => {
+      throw new Error("runtime boom");
+    };
+    broken.toolAfter = boom;
+    broken.toolBefore = () => Promise.reject(new Error("async boom"));
+    const h = createHooks(broken);
+    const after = h["tool.execute.after"] as unknown as AnyHook;
+    const before = h["tool.execute.before"] as unknown as AnyHook;
+    await expect(after({}, {})).resolves.toBeUndefined();
+    await expect(before({}, {})).resolves.toBeUndefined();
+    expect(seen).toEqual([
+      "error tool_after_failed Error: runtime boom",
+      "error tool_before_failed Error: async boom",
+    ]);
+    await broken.dispose();
   });
 
   it("a failing parent lookup still yields headers", async () => {
@@ -62,6 +104,7 @@ describe("mode hooks", () => {
   it("compacting, autocontinue and session.compacted never throw, whatever they are handed", async () => {
     const { settings } = loadSettings({ env: { STALLGUARD_URL: "http://127.0.0.1:9" } });
     const sg = new Stallguard({ settings });
+    const logged = recordLogs(sg);
     const hooks = createHooks(sg, { client: null });
     type AnyHook = (a: unknown, b: unknown) => Promise<unknown>;
     for (const name of ["experimental.session.compacting", "experimental.compaction.autocontinue"] as const) {
@@ -71,6 +114,7 @@ describe("mode hooks", () => {
     const ev = hooks.event as unknown as (a: unknown) => Promise<unknown>;
     for (const p of junk)
       await expect(ev({ event: { type: "session.compacted", properties: p } })).resolves.toBeUndefined();
+    expect(guardCodes(logged)).toEqual([]);
     await sg.dispose();
   });
 

@@ -26,6 +26,19 @@ export function identityHeaders(i: IdentityHeadersInput): Record<string, string>
   return h;
 }
 
+/**
+ * Where this plugin reports, for the gate (it tells "headers seen" from
+ * "reporting" by them): the plugin process, its router URL and whether its
+ * last delivery failed. No content. The gate does not pass them upstream.
+ */
+export function reportHeaders(r: { instanceId: string; url: string; state: string }): Record<string, string> {
+  return {
+    "X-Stallguard-Instance": r.instanceId,
+    "X-Stallguard-Report-To": r.url,
+    "X-Stallguard-Report-State": r.state,
+  };
+}
+
 /** A session's id and parent from a session.created / session.updated event's info; null if none. */
 export function sessionInfoOf(
   properties: unknown,

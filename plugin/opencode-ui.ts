@@ -10,7 +10,9 @@ export interface ClientLike {
   session?: { get?: (o: { path: { id: string } }) => Promise<unknown> };
   tui?: { showToast?: (o: { body: Toast }) => Promise<unknown> };
   app?: {
-    log?: (o: { body: { service: string; level: "warn" | "error"; message: string } }) => Promise<unknown>;
+    log?: (o: {
+      body: { service: string; level: "info" | "warn" | "error"; message: string };
+    }) => Promise<unknown>;
   };
 }
 
@@ -38,11 +40,15 @@ export class OpencodeUi {
     return true;
   }
 
-  /** Logs through opencode's log endpoint, at most once a minute per code. */
-  log(level: "warn" | "error", code: string, message: string): void {
+  /**
+   * Logs through opencode's log endpoint, at most once a minute per code
+   * (`always`: a line that is already rare by its own rule, such as the
+   * delivery warning, is never held back).
+   */
+  log(level: "info" | "warn" | "error", code: string, message: string, always = false): void {
     const now = this.now();
     const last = this.lastLog.get(code);
-    if (last !== undefined && now - last < LOG_EVERY_MS) return;
+    if (!always && last !== undefined && now - last < LOG_EVERY_MS) return;
     this.lastLog.set(code, now);
     const log = this.client?.app?.log;
     if (!log) return;

@@ -11,9 +11,12 @@ import { bodyBytes, fitHeartbeats, limitFrom, MAX_BATCH, takeBatch } from "./bat
 
 export type { FetchLike };
 
+/** What one send came to: delivered, or why not (for the plugin's one warning per failing stretch). */
+export type Delivery = { ok: true; url: string } | { ok: false; url: string; reason: string };
+
 export interface ReporterOptions {
-  /** The router's base URL; messages go to {url}/progress. */
-  url: string;
+  /** The router's base URL, or a function read before every POST (serve's router.json may change it); messages go to {url}/progress. */
+  url: string | (() => string);
   /** The bearer token, or a function read before every POST (the plugin.token file may appear later). */
   token: string | null | (() => string | null);
   timeoutMs: number;
@@ -29,6 +32,8 @@ export interface ReporterOptions {
   log?: (level: "warn" | "error", code: string, message: string) => void;
   /** Called with every valid 2xx answer (its directives are the modes' work for this plugin). */
   onAnswer?: (answer: ProgressResponse) => void;
+  /** Called after every send that was delivered or must be retried; must not throw. */
+  onDelivery?: (d: Delivery) => void;
 }
 
 export interface ReporterStats {
@@ -61,9 +66,12 @@ export class Reporter {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private failuresInRow = 0;
   private closed = false;
-  /** The router's body limit as last learnt. */
+  /** The router's body limit as last learnt, and the URL it was learnt from. */
   private limit: number;
   private limitKnown = false;
+  private limitFrom = "";
+  /** The URL of the last send (or the first resolution before any). */
+  private lastUrl: string | null = null;
   /** After a 400 on a batch: smaller batches, so only the bad message is dropped. */
   private isolate: number | null = null;
   readonly stats: ReporterStats = { sent: 0, batches: 0, failures: 0, dropped: 0, rejected: 0 };
@@ -81,6 +89,16 @@ export class Reporter {
 
   get pending(): number {
     return this.queue.length;
+  }
+
+  /** The base URL reports go to: the last one used, else the one it would use now. */
+  get target(): string {
+    return this.lastUrl ?? this.base();
+  }
+
+  private base(): string {
+    const u = this.opts.url;
+    return (typeof u === "function" ? u() : u).replace(/\/+$/, "");
   }
 
   /** Queues a message and schedules a send. Never awaits, never throws. */
@@ -131,35 +149,51 @@ export class Reporter {
     if (this.inflight) return this.inflight;
     if (this.queue.length === 0) return Promise.resolve();
     this.inflight = (async () => {
-      if (!this.limitKnown) await this.learnLimit();
+      const url = this.base();
+      this.lastUrl = url;
+      // Another router (serve restarted elsewhere) may have another body limit.
+      if (!this.limitKnown || this.limitFrom !== url) await this.learnLimit(url);
       // Under the limit with a little room (a proxy may add nothing, but the limit may have just shrunk).
       const room = Math.floor(this.limit * 0.98);
       this.queue = fitHeartbeats(this.queue, room);
       const count = Math.min(this.isolate ?? MAX_BATCH, this.opts.batchSize ?? MAX_BATCH);
       const batch = takeBatch(this.queue, room, count);
       let outcome: SendOutcome;
+      let reason = "";
       try {
-        outcome = await this.post(batch);
-      } catch {
-        outcome = "retry";
+        [outcome, reason] = await this.post(url, batch);
+      } catch (err) {
+        [outcome, reason] = ["retry", String(err)];
       }
       this.settle(batch, outcome);
+      this.tell(outcome, url, reason);
     })().finally(() => {
       this.inflight = null;
     });
     return this.inflight;
   }
 
+  /** Says what a send came to: delivered, or kept for a retry (and why). */
+  private tell(outcome: SendOutcome, url: string, reason: string): void {
+    if (outcome !== "sent" && outcome !== "retry") return;
+    try {
+      this.opts.onDelivery?.(outcome === "sent" ? { ok: true, url } : { ok: false, url, reason });
+    } catch (err) {
+      this.opts.log?.("warn", "delivery_hook_failed", String(err));
+    }
+  }
+
   /** The router's limit from GET /health (max_progress_bytes); kept as it is when the router does not say. */
-  private async learnLimit(): Promise<void> {
+  private async learnLimit(url: string): Promise<void> {
     try {
       const doFetch = this.opts.fetch ?? ((u: string, i: RequestInit) => fetch(u, i));
-      const res = await doFetch(`${this.opts.url.replace(/\/+$/, "")}/health`, {
+      const res = await doFetch(`${url}/health`, {
         signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
       const limit = limitFrom(await res.text());
       if (limit !== null) this.limit = limit;
       this.limitKnown = true;
+      this.limitFrom = url;
     } catch {
       // The router is down: the POST will say so too; ask again next time.
     }
@@ -170,25 +204,28 @@ export class Reporter {
     return typeof t === "function" ? t() : t;
   }
 
-  private async post(batch: ProgressMessage[]): Promise<SendOutcome> {
-    const r = await postProgress(this.opts.url, batch.length === 1 ? (batch[0] as ProgressMessage) : batch, {
+  /** One POST: what to do with the batch, and why it was not delivered (for a retry). */
+  private async post(url: string, batch: ProgressMessage[]): Promise<[SendOutcome, string]> {
+    const r = await postProgress(url, batch.length === 1 ? (batch[0] as ProgressMessage) : batch, {
       token: this.token(),
       timeoutMs: this.opts.timeoutMs,
       ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
     });
-    if (r.http === null) return "retry";
+    if (r.http === null) return ["retry", `no answer: ${r.detail}`];
     const outcome = outcomeOf(r.http);
-    if (r.http === 401 || r.http === 403)
+    if (r.http === 401 || r.http === 403) {
       this.opts.log?.(
         "warn",
         "progress_unauthorized",
         `router answered ${r.http} to /progress: reports kept until the plugin token matches (STALLGUARD_TOKEN or the plugin.token file serve writes)`,
       );
-    if (outcome === "too_large") return this.tooLarge(batch, r.text);
+      return ["retry", `the router refused the plugin token (${r.http})`];
+    }
+    if (outcome === "too_large") return [this.tooLarge(batch, r.text), ""];
     if (outcome === "sent") this.answer(r.text);
     if (outcome === "rejected")
       this.opts.log?.("warn", "progress_rejected", `router answered ${r.http} to /progress`);
-    return outcome;
+    return [outcome, `the router answered ${r.http}`];
   }
 
   private answer(text: string): void {

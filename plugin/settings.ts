@@ -2,10 +2,20 @@
 // (shared/config-files.ts: config/config.yaml when the plugin runs from the
 // package, then the YAML file named by STALLGUARD_CONFIG instead of
 // config/config.local.yaml), then the plugin options from opencode.json as the
-// last layer, with the environment on top. Admin overrides live in the
+// last layer, with the environment on top. Where the router is comes from the
+// one rule in router-ext/server/router-link.ts (serve's router.json when
+// nothing says otherwise), read again on every send. Admin overrides live in the
 // router's database, which the plugin does not read. A bad layer never stops
 // opencode: it is reported and the defaults are used instead.
 
+import {
+  httpBase,
+  type RouterLink,
+  type RouterUrlSource,
+  readRouterLink,
+  resolveRouterUrl,
+  routerLinkPath,
+} from "../router-ext/server/router-link.ts";
 import { readSecretFile, secretFilePaths } from "../router-ext/server/secret-files.ts";
 import {
   ConfigError,
@@ -27,12 +37,19 @@ import { isRec } from "../shared/read.ts";
 export interface Settings {
   config: Config;
   policy: Policy;
-  /** POST target: {routerUrl}/progress. */
-  routerUrl: string;
   /**
-   * The plugin token: the environment variable when set, else the plugin.token
-   * file serve writes (read again on every call, so a router started after
-   * opencode, or one that made a new token, is picked up).
+   * The router's base URL (POST target {url}/progress), resolved again on every
+   * call: STALLGUARD_URL, then plugin.router_url, then the router.json serve
+   * writes beside plugin.token (so a router on another port, or started after
+   * opencode, is found), then http://127.0.0.1:4870.
+   */
+  routerUrl: () => { url: string; source: RouterUrlSource };
+  /** Where serve's router.json is looked for (named in messages). */
+  linkPath: string;
+  /**
+   * The plugin token: the environment variable when set, else the file serve
+   * names in router.json, else plugin.token (read again on every call, so a
+   * router started after opencode, or one that made a new token, is picked up).
    */
   token: () => string | null;
   timeoutMs: number;
@@ -53,6 +70,9 @@ export interface SettingsInput {
   readText?: ReadText;
   /** The package root holding config/; default: found from this module (none for an installed copy). */
   root?: string | null;
+  /** Reads serve's router.json; default the file system. */
+  readLink?: (path: string) => RouterLink | null;
+  now?: () => number;
 }
 
 export interface SettingsResult {
@@ -67,14 +87,37 @@ function positiveInt(text: string | undefined): number | undefined {
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
 
-function validUrl(text: string | undefined): string | undefined {
-  if (!text) return undefined;
-  try {
-    const u = new URL(text);
-    return u.protocol === "http:" || u.protocol === "https:" ? text.replace(/\/+$/, "") : undefined;
-  } catch {
-    return undefined;
-  }
+/** Reads the link file at most once a second (the URL and the token are asked for on every send). */
+function cachedLink(
+  path: string,
+  read: (path: string) => RouterLink | null,
+  now: () => number,
+): () => RouterLink | null {
+  let at = Number.NEGATIVE_INFINITY;
+  let link: RouterLink | null = null;
+  return () => {
+    if (now() - at >= 1000) {
+      link = read(path);
+      at = now();
+    }
+    return link;
+  };
+}
+
+/** The token: the variable, else the file router.json names (or the variable serve read), else plugin.token. */
+function tokenReader(
+  env: Record<string, string | undefined>,
+  tokenEnv: string,
+  link: () => RouterLink | null,
+): () => string | null {
+  const fromEnv = env[tokenEnv];
+  const tokenFile = secretFilePaths(env).plugin;
+  return () => {
+    if (fromEnv) return fromEnv;
+    const where = link()?.token;
+    if (where && "env" in where) return env[where.env] || readSecretFile(tokenFile);
+    return readSecretFile(where?.file ?? tokenFile) ?? readSecretFile(tokenFile);
+  };
 }
 
 export function loadSettings(input: SettingsInput): SettingsResult {
@@ -104,22 +147,25 @@ export function loadSettings(input: SettingsInput): SettingsResult {
   }
 
   const envUrl = input.env.STALLGUARD_URL;
-  const url = validUrl(envUrl);
-  if (envUrl && !url) issues.push("STALLGUARD_URL: not an http(s) URL (using the configured router_url)");
+  if (envUrl && !httpBase(envUrl))
+    issues.push("STALLGUARD_URL: not an http(s) URL (using plugin.router_url, router.json or the default)");
   const envHeartbeat = input.env.STALLGUARD_HEARTBEAT_MS;
   const heartbeat = positiveInt(envHeartbeat);
   if (envHeartbeat && heartbeat === undefined)
     issues.push("STALLGUARD_HEARTBEAT_MS: not a positive integer (using progress.heartbeat)");
-  const envToken = input.env[config.plugin.token_env];
-  const tokenFile = secretFilePaths(input.env).plugin;
-  const token = () => (envToken ? envToken : readSecretFile(tokenFile));
+  const linkPath = routerLinkPath(input.env);
+  const link = cachedLink(linkPath, input.readLink ?? readRouterLink, input.now ?? Date.now);
+  const configured = config.plugin.router_url;
 
   return {
     settings: {
       config,
       policy: policyFromConfig(config),
-      routerUrl: url ?? config.plugin.router_url.replace(/\/+$/, ""),
-      token,
+      // The link file is read only when neither STALLGUARD_URL nor plugin.router_url decides.
+      routerUrl: () =>
+        resolveRouterUrl({ envUrl, configured, link: httpBase(envUrl) || configured ? null : link() }),
+      linkPath,
+      token: tokenReader(input.env, config.plugin.token_env, link),
       timeoutMs: config.plugin.timeout,
       queueSize: config.plugin.queue_size,
       heartbeatMs: heartbeat ?? config.progress.heartbeat,

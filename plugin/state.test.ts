@@ -94,6 +94,53 @@ function failedPart(s: Stallguard, sessionId: string, tool: string, args: unknow
 const transitions = (id: string) =>
   rx.messages.filter((m): m is Transition => m.type === "transition" && m.session_id === id);
 
+describe("Stallguard when its reports do not reach the router", () => {
+  it("says so once (toast and log naming the URL), keeps the reports, and again only after a delivery", async () => {
+    const logs: Array<{ level: string; message: string }> = [];
+    const s = make({
+      client: {
+        tui: { showToast: async ({ body }) => toasts.push(body) },
+        app: { log: async ({ body }) => logs.push(body) },
+      },
+    });
+    const undelivered = () => logs.filter((l) => l.message.startsWith("progress_undelivered"));
+    s.heartbeat();
+    await expect.poll(() => s.reporter.stats.sent).toBe(1);
+    expect((await step(s, "ses_a", "build"))["X-Stallguard-Report-State"]).toBe("ok");
+    await rx.down();
+    s.heartbeat();
+    await expect.poll(() => s.reporter.stats.failures).toBeGreaterThan(1);
+    // Under the grace (5 s on the plugin's clock): a router restart says nothing.
+    expect(toasts).toEqual([]);
+    expect((await step(s, "ses_a", "build"))["X-Stallguard-Report-State"]).toBe("failing");
+    clock += 6000;
+    const failures = s.reporter.stats.failures;
+    await expect.poll(() => s.reporter.stats.failures).toBeGreaterThan(failures + 2);
+    expect(toasts).toHaveLength(1);
+    expect(toasts[0]).toMatchObject({
+      title: "stallguard: reports do not reach the router",
+      variant: "warning",
+    });
+    expect(toasts[0]?.message).toContain(`${rx.url}/progress: no answer: ECONNREFUSED`);
+    expect(undelivered()).toHaveLength(1);
+    expect(undelivered()[0]?.message).toContain(`cannot deliver reports to ${rx.url}/progress since`);
+    expect(undelivered()[0]?.message).toContain("the URL is from STALLGUARD_URL");
+    expect(s.reporter.pending).toBeGreaterThan(0);
+
+    await rx.up();
+    await expect.poll(() => s.reporter.pending).toBe(0);
+    expect(logs.some((l) => l.message === `progress_delivered: reports reach ${rx.url}/progress again`)).toBe(
+      true,
+    );
+    await rx.down();
+    s.heartbeat();
+    await expect.poll(() => s.reporter.stats.failures).toBeGreaterThan(failures + 4);
+    clock += 6000;
+    await expect.poll(() => toasts.length).toBe(2);
+    expect(undelivered()).toHaveLength(2);
+  });
+});
+
 describe("Stallguard", () => {
   it("sets the identity headers, with the parent from session.created", async () => {
     const s = make();
@@ -103,6 +150,10 @@ describe("Stallguard", () => {
       "X-Router-Agent": "explore",
       "X-Router-Parent": "ses_root",
       "X-Stallguard-Plugin": "9.9.9",
+      // Where it reports and how that goes, for the gate (headers seen vs reporting).
+      "X-Stallguard-Instance": "sg_test_1",
+      "X-Stallguard-Report-To": rx.url,
+      "X-Stallguard-Report-State": "pending",
     });
     expect(await step(s, "ses_root", "build")).not.toHaveProperty("X-Router-Parent");
   });

@@ -17,8 +17,9 @@ import {
   type VerdictChange,
 } from "../shared/index.ts";
 import { obj, text } from "../shared/read.ts";
+import { DeliveryWatch } from "./delivery-notice.ts";
 import { heartbeatSessions } from "./heartbeat.ts";
-import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
+import { IdentityCache, identityHeaders, reportHeaders, sessionInfoOf } from "./identity.ts";
 import { ObservationQueue, type Timer } from "./observation-queue.ts";
 import { type ClientLike, OpencodeUi } from "./opencode-ui.ts";
 import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
@@ -51,6 +52,8 @@ export interface StallguardDeps {
   /** Longest a bash call's observation (and everything after it) waits for its probe. */
   probeWaitMs?: number;
   timer?: Timer;
+  /** How long reports must fail before the plugin says so (toast and log). Default 5 s. */
+  noticeGraceMs?: number;
   /** The home folder, written ~ in the folders heartbeats carry (default os.homedir()). */
   home?: string;
 }
@@ -80,6 +83,7 @@ export class Stallguard {
   private readonly probes: ProbeHooks;
   private readonly queue: ObservationQueue;
   private readonly ui: OpencodeUi;
+  private readonly delivery: DeliveryWatch;
   private readonly now: () => number;
   private readonly version: string;
   private readonly instanceId: string;
@@ -114,9 +118,18 @@ export class Stallguard {
           }
         : {}),
     });
+    this.delivery = new DeliveryWatch({
+      graceMs: deps.noticeGraceMs,
+      now: this.now,
+      ui: this.ui,
+      toast: (t) => this.showToast(t),
+      queued: () => this.reporter.pending,
+      settings: s,
+    });
     this.reporter = new Reporter({
-      url: s.routerUrl,
+      url: () => s.routerUrl().url,
       token: s.token,
+      onDelivery: (d) => this.delivery.record(d),
       timeoutMs: s.timeoutMs,
       queueSize: s.queueSize,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
@@ -189,7 +202,9 @@ export class Stallguard {
     if (kind === "turn") this.identity.setAgent(sessionId, text(i.agent));
     const agent = kind === "turn" ? this.identity.agentOf(sessionId) : String(i.agent ?? "unknown");
     const parentId = await this.identity.resolveParent(sessionId);
-    Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }));
+    const state = this.delivery.notice.state;
+    const link = reportHeaders({ instanceId: this.instanceId, url: this.reporter.target, state });
+    Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }), link);
     if (kind === "title") return;
     const time = this.now();
     if (kind === "compaction") {

@@ -12,12 +12,15 @@ import {
   loadConfigLayers,
   type Override,
 } from "../shared/config-files.ts";
+import { checkDbTarget } from "./db/db-target.ts";
 import { defaultDbPath } from "./db/open.ts";
 
 /** The overrides in the database at `path`, read-only (the file is neither created nor migrated). */
 export function storedOverrides(path: string | null, log?: (line: string) => void): Override[] {
   if (!path || !existsSync(path)) return [];
   try {
+    // Another program's database (server.db pointing at opencode.db) is not opened at all.
+    if (checkDbTarget(path) !== "stallguard") return [];
     const db = new Database(path, { readonly: true, fileMustExist: true });
     try {
       const rows = db.prepare("SELECT path, value FROM knob_overrides ORDER BY path").all() as Array<{

@@ -342,8 +342,8 @@ const notificationsSchema = z.strictObject({
 });
 
 const pluginSchema = z.strictObject({
-  /** Where the plugin reports; STALLGUARD_URL overrides. */
-  router_url: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:4870"),
+  /** Where the plugin reports; STALLGUARD_URL overrides; null: serve's router.json, else 127.0.0.1:4870. */
+  router_url: z.nullable(z.url({ protocol: /^https?$/ })).default(null),
   token_env: envName.default("STALLGUARD_TOKEN"),
   timeout: duration.prefault("500ms"),
   /** Reports kept while the router is away (a transition is at most about 6 KB). */

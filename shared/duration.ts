@@ -22,3 +22,11 @@ export function formatDuration(ms: number): string {
   }
   return `${ms}ms`;
 }
+
+/** A measured span for people, rounded to the second: "12s", "4m 3s", "2h 5m". */
+export function formatSpan(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}

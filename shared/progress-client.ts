@@ -60,7 +60,12 @@ export async function postProgress(
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
   } catch (err) {
-    return { status: "retry", http: null, text: "", detail: (err as Error)?.message ?? String(err) };
+    // Node's fetch says "fetch failed" with the reason in its cause (ECONNREFUSED);
+    // Bun's (the plugin in opencode) puts it on the error itself (ConnectionRefused).
+    const e = err as { code?: unknown; cause?: { code?: unknown }; message?: string };
+    const code = typeof e?.cause?.code === "string" ? e.cause.code : e?.code;
+    const detail = typeof code === "string" ? code : (e?.message ?? String(err));
+    return { status: "retry", http: null, text: "", detail };
   }
   // Drained either way, so the connection is released.
   const text = await res.text().catch(() => "");

@@ -18,7 +18,7 @@ export interface ToolCall {
   callId: string;
   /** sha256 of tool + canonical JSON of the arguments. */
   fp: string;
-  /** sha256 of the normalized key (see fingerprint.ts). */
+  /** sha256 of the normalized key (shapeOf in tool-call.ts; a bash command's key from bash-key.ts). */
   nfp: string;
   /** Coarse, redacted target: a path, a command's first two tokens, a path plus pattern hash. */
   target: string;
@@ -56,7 +56,11 @@ export interface WorktreeAnswer {
 /** A ToolCall after the tracker decided whether it landed. */
 export interface ToolEvent extends ToolCall {
   landed: boolean;
-  /** A change that only repeated or undid one that already landed in the window. */
+  /**
+   * A change that only repeated or undid one that already landed in this
+   * session, or a return to an earlier work tree: landing.ts remembers both
+   * across stretches (bounded), not only within the window.
+   */
   reverted: boolean;
   /** Its target had not been seen before in this session (bounded memory). */
   novel: boolean;

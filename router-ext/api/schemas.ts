@@ -7,7 +7,7 @@ import * as z from "zod/mini";
 const verdict = z.enum(["ok", "stalling", "looping"]);
 const source = z.enum(["plugin", "watchdog", "gate"]);
 
-/** The session's stage as the Sessions readout shows it (router-ext/modes/policy.ts decides it). */
+/** The session's stage as the Sessions readout shows it (sessionStage in router-ext/modes/plan.ts decides it). */
 export const sessionStages = ["none", "warned", "compacting", "limited", "recovering", "stopped"] as const;
 export const sessionStageSchema = z.enum(sessionStages);
 export type SessionStage = z.infer<typeof sessionStageSchema>;
@@ -38,6 +38,8 @@ export const sessionViewSchema = z.object({
   flags: z.number(),
   stage: sessionStageSchema,
   plugin_live: z.boolean(),
+  /** The gate saw the plugin's headers on its requests within three heartbeats (plugin_live: a report arrived). */
+  plugin_headers: z.optional(z.boolean()),
   plugin_version: z.nullable(z.string()),
   turns_since_landed: z.number(),
   usd_since_landed: z.number(),
@@ -87,6 +89,17 @@ export const eventViewSchema = z.object({
   at: z.number(),
 });
 export type EventView = z.infer<typeof eventViewSchema>;
+
+/** One row of GET /api/events `router_events`: the router was down from `from` to `to` (found on its start at `at`). */
+export const routerEventViewSchema = z.object({
+  kind: z.enum(["down"]),
+  from: z.number(),
+  to: z.number(),
+  /** The run before stopped itself; false: it ended without stopping (crash, kill, power loss), `from` is its last alive mark. */
+  clean: z.boolean(),
+  at: z.number(),
+});
+export type RouterEventView = z.infer<typeof routerEventViewSchema>;
 
 export const refusalScopeSchema = z.enum(["tree", "session"]);
 export type RefusalScope = z.infer<typeof refusalScopeSchema>;
@@ -139,6 +152,18 @@ export const healthSchema = z.object({
   ),
   /** Plugin instances with a heartbeat within three heartbeat intervals. */
   plugins_live: z.optional(z.number()),
+  /** Plugin processes whose headers reach the gate but whose reports do not, with the URL each reports to (null: an older plugin). */
+  plugins_headers_only: z.optional(
+    z.array(
+      z.object({
+        instance_id: z.string(),
+        version: z.string(),
+        report_url: z.nullable(z.string()),
+        report_state: z.nullable(z.string()),
+        last_headers_at: z.number(),
+      }),
+    ),
+  ),
   /** The database accepts a write transaction (a read-only file or a full disk does not). */
   db_writable: z.optional(z.boolean()),
   /** The largest POST /progress body taken; reporters size their batches under it. */
@@ -324,7 +349,10 @@ export const sessionsResponseSchema = z.object({
   next_offset: z.nullable(z.number()),
 });
 export type SessionsResponse = z.infer<typeof sessionsResponseSchema>;
-export const eventsResponseSchema = z.object({ events: z.array(eventViewSchema) });
+export const eventsResponseSchema = z.object({
+  events: z.array(eventViewSchema),
+  router_events: z.optional(z.array(routerEventViewSchema)),
+});
 export type EventsResponse = z.infer<typeof eventsResponseSchema>;
 export const treesResponseSchema = z.object({
   trees: z.array(refusalViewSchema),

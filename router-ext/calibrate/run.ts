@@ -110,6 +110,9 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
         ...filters,
         copy: opts.copy ?? false,
         onProgress: (d, t) => progress.step("reading sessions", d, t),
+      }).catch((err: unknown) => {
+        // --db is opencode's database here, not stallguard's own store (serve --db).
+        throw new Error(`--db (opencode's database, not stallguard's own store): ${(err as Error).message}`);
       });
       sessions.push(...r.sessions);
       for (const w of r.warnings) say(`warning: ${w}`);

@@ -14,7 +14,8 @@ export default defineCommand({
   args: {
     db: {
       type: "string",
-      description: "opencode.db to read, read-only (default: ~/.local/share/opencode/opencode.db)",
+      description:
+        "opencode's database (opencode.db) to replay, read-only; not stallguard's own store (serve --db). Default: ~/.local/share/opencode/opencode.db",
     },
     copy: {
       type: "boolean",

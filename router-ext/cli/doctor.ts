@@ -25,7 +25,11 @@ export default defineCommand({
       description: "Also send a models request to the upstream (server.upstream)",
       default: false,
     },
-    router: { type: "string", description: "The router's URL (default STALLGUARD_URL or plugin.router_url)" },
+    router: {
+      type: "string",
+      description:
+        "The router's URL (default STALLGUARD_URL, plugin.router_url, the router.json serve writes, http://127.0.0.1:4870)",
+    },
     project: { type: "string", description: "The project opencode runs in (default: the current directory)" },
     opencode: { type: "string", description: "The opencode binary (default: opencode on PATH)" },
     config: { type: "string", description: "A config file layered over config/config.yaml" },
@@ -41,6 +45,7 @@ export default defineCommand({
     }
     const facts = await gatherFacts({
       config: loaded.config,
+      configPath: typeof args.config === "string" ? resolve(args.config) : null,
       env: io.env,
       now: io.now(),
       projectDir: resolve(typeof args.project === "string" ? args.project : process.cwd()),

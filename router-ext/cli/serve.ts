@@ -19,7 +19,11 @@ export default defineCommand({
   args: {
     port: { type: "string", description: "Listen port (0 = any free port). Default: server.port (4870)" },
     host: { type: "string", description: "Listen address. Default 127.0.0.1; others need both tokens set" },
-    db: { type: "string", description: "SQLite file. Default: $XDG_STATE_HOME/stallguard/stallguard.db" },
+    db: {
+      type: "string",
+      description:
+        "stallguard's own SQLite store (not opencode's database: that is calibrate --db). Default: $XDG_STATE_HOME/stallguard/stallguard.db",
+    },
     upstream: { type: "string", description: "The model endpoint's OpenAI base URL, ending in /v1" },
     config: { type: "string", description: "A YAML file used instead of config/config.local.yaml" },
   },

@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import type { Config } from "../../shared/index.ts";
 import { repeated } from "../calibrate/args.ts";
+import { routerUrlFor } from "../server/router-link.ts";
 import {
   defaultStatePath,
   runWatchdogTick,
@@ -78,7 +79,8 @@ export default defineCommand({
     server: { type: "string", description: "An opencode server URL to watch (repeatable)" },
     router: {
       type: "string",
-      description: "The router extension's URL (default STALLGUARD_URL or plugin.router_url)",
+      description:
+        "The router extension's URL (default STALLGUARD_URL, plugin.router_url, the router.json serve writes, http://127.0.0.1:4870)",
     },
     config: { type: "string", description: "A config file layered over config/config.yaml" },
   },
@@ -91,7 +93,7 @@ export default defineCommand({
       return 2;
     }
     const config = loaded.config;
-    const routerUrl = args.router || io.env.STALLGUARD_URL || config.plugin.router_url;
+    const routerUrl = routerUrlFor(config, io.env, args.router).url;
     const opts = {
       config,
       servers: serverFlags(rawArgs),

@@ -1,6 +1,7 @@
 // What a busy gate writes per request, counted statement by statement on a
 // real SQLite file: every record, but a session's identity once, its
-// last-seen time at most once a second and its plugin's at most once in ten.
+// last-seen time at most once a second, its plugin's headers and its plugin
+// process's link at most once in ten (a link whose state changed at once).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -39,7 +40,7 @@ describe("the gate's batched writes", () => {
   };
   const row = () =>
     store.db
-      .prepare("SELECT root_id, last_seen_at, plugin_seen_at FROM sessions WHERE session_id = 'w'")
+      .prepare("SELECT root_id, last_seen_at, plugin_headers_at FROM sessions WHERE session_id = 'w'")
       .get();
 
   it("writes every record, the identity once, the last-seen times throttled", () => {
@@ -51,14 +52,29 @@ describe("the gate's batched writes", () => {
     expect(count(/^UPDATE sessions SET last_seen_at/)).toBe(1);
     expect(count(/^BEGIN/)).toBe(10);
     // Within a batch the latest time wins; later batches within the second write none.
-    expect(row()).toEqual({ root_id: "root", last_seen_at: T0 + 19, plugin_seen_at: T0 + 19 });
+    expect(row()).toEqual({ root_id: "root", last_seen_at: T0 + 19, plugin_headers_at: T0 + 19 });
 
     statements.length = 0;
-    burst(who, T0 + 1500, 20); // a second on: last_seen_at moves, plugin_seen_at not yet
+    burst(who, T0 + 1500, 20); // a second on: last_seen_at moves, plugin_headers_at not yet
     expect(count(/^UPDATE sessions SET last_seen_at/)).toBe(1);
     expect(count(/^UPDATE sessions SET plugin_version/)).toBe(0);
     burst(who, T0 + 11_000, 1); // ten seconds on: both move
-    expect(row()).toEqual({ root_id: "root", last_seen_at: T0 + 11_000, plugin_seen_at: T0 + 11_000 });
+    expect(row()).toEqual({ root_id: "root", last_seen_at: T0 + 11_000, plugin_headers_at: T0 + 11_000 });
+  });
+
+  it("a plugin process's link is written once in ten seconds, and at once when its state changes", () => {
+    const link = { instanceId: "inst-1", reportTo: "http://127.0.0.1:4870", state: "ok" as const };
+    const links = () => store.db.prepare("SELECT report_state, last_at FROM plugin_links").all();
+    burst({ ...who, link }, T0, 40);
+    expect(count(/^INSERT INTO plugin_links/)).toBe(1);
+    expect(links()).toEqual([{ report_state: "ok", last_at: T0 + 19 }]);
+    statements.length = 0;
+    burst({ ...who, link }, T0 + 1000, 20);
+    expect(count(/^INSERT INTO plugin_links/)).toBe(0);
+    burst({ ...who, link: { ...link, state: "failing" } }, T0 + 2000, 1);
+    expect(links()).toEqual([{ report_state: "failing", last_at: T0 + 2000 }]);
+    burst({ ...who, link: { ...link, state: "failing" } }, T0 + 12_000, 1);
+    expect(links()).toEqual([{ report_state: "failing", last_at: T0 + 12_000 }]);
   });
 
   it("an identity that changes is learnt again, and the database follows the tree the gate decided on", () => {

@@ -53,7 +53,7 @@ describe("migrate", () => {
     db.prepare(
       "INSERT INTO refused_conversations (conversation, scope, refusal_at, first_at, last_at, requests) VALUES ('ses_old', 'session', 1, 1, 1, 3)",
     ).run();
-    expect(migrate(db)).toEqual([201]);
+    expect(migrate(db)).toEqual(MIGRATIONS.map((x) => x.version).filter((v) => v >= 201));
     expect(db.prepare("SELECT session_id, status FROM requests").all()).toEqual([
       { session_id: "ses_old", status: 200 },
     ]);
@@ -82,6 +82,22 @@ describe("migrate", () => {
     ).toThrow();
     expect(schemaVersion(db)).toBe(1);
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 't9'").all()).toEqual([]);
+    db.close();
+  });
+
+  test("a database from before the plugin-link migration keeps its sessions; plugin_seen_at still means a report", () => {
+    const db = fileDb();
+    migrate(
+      db,
+      MIGRATIONS.filter((x) => x.version < 251),
+    );
+    db.prepare(
+      "INSERT INTO sessions (session_id, root_id, source, plugin_version, plugin_seen_at, first_seen_at, last_seen_at) VALUES ('ses_old', 'ses_old', 'plugin', '0.1.0', 5, 1, 5)",
+    ).run();
+    expect(migrate(db)).toEqual([251, 253]);
+    expect(db.prepare("SELECT plugin_seen_at, plugin_headers_at FROM sessions").all()).toEqual([
+      { plugin_seen_at: 5, plugin_headers_at: null },
+    ]);
     db.close();
   });
 });

@@ -5,6 +5,7 @@
 import type Database from "better-sqlite3";
 import type { Migration } from "./migration.ts";
 import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
+import { LINK_MIGRATIONS } from "./migrations-link.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
 import { OPERATOR_MIGRATIONS } from "./migrations-operator.ts";
 import { SECURITY_MIGRATIONS } from "./migrations-security.ts";
@@ -166,6 +167,7 @@ ALTER TABLE refused_conversations RENAME TO refused_sessions;
 ALTER TABLE refused_sessions RENAME COLUMN conversation TO session_id;
 `,
   },
+  ...LINK_MIGRATIONS,
 ];
 
 /**

@@ -5,10 +5,12 @@ import { countersTable } from "./tables/counters.ts";
 import { directivesTable } from "./tables/directives.ts";
 import { knobsTable } from "./tables/knobs.ts";
 import { marksTable } from "./tables/marks.ts";
+import { pluginLinksTable } from "./tables/plugin-links.ts";
 import { pluginsTable } from "./tables/plugins.ts";
 import { refusalsTable } from "./tables/refusals.ts";
 import { refusedSessionsTable } from "./tables/refused-sessions.ts";
 import { requestsTable } from "./tables/requests.ts";
+import { routerRunsTable } from "./tables/router-runs.ts";
 import { samplesTable } from "./tables/samples.ts";
 import { sessionsTable } from "./tables/sessions.ts";
 import { ticksTable } from "./tables/ticks.ts";
@@ -22,10 +24,12 @@ export function openTables(db: Database.Database) {
     directives: directivesTable(db),
     knobs: knobsTable(db),
     marks: marksTable(db),
+    pluginLinks: pluginLinksTable(db),
     plugins: pluginsTable(db),
     refusals: refusalsTable(db),
     refusedSessions: refusedSessionsTable(db),
     requests: requestsTable(db),
+    routerRuns: routerRunsTable(db),
     samples: samplesTable(db),
     sessions: sessionsTable(db),
     ticks: ticksTable(db),

@@ -2,12 +2,15 @@
 // (a commit survives a process kill; only an OS crash can lose the last
 // transactions), a busy timeout for a second reader such as the CLI, and the
 // migrations applied before anything else touches it. The file (and its WAL
-// and shm companions) is 0600, a folder it creates 0700.
+// and shm companions) is 0600, a folder it creates 0700. A path that is not
+// stallguard's to use (a folder, a URL, another program's database) is refused
+// before anything is touched (db-target.ts).
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { privateDir, privateFile } from "../server/secret-files.ts";
+import { checkDbTarget, STALLGUARD_APPLICATION_ID } from "./db-target.ts";
 import { migrate } from "./migrations.ts";
 
 /** $XDG_STATE_HOME/stallguard/stallguard.db, else ~/.local/state/stallguard/stallguard.db. */
@@ -36,16 +39,35 @@ function privateDbFile(path: string): void {
   for (const f of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(f)) privateFile(f);
 }
 
+/**
+ * The marker db-target.ts reads from the file's header next time. A write lock
+ * held by another process only postpones it to the next start.
+ */
+function markOwn(db: Database.Database): void {
+  if (db.pragma("application_id", { simple: true }) === STALLGUARD_APPLICATION_ID) return;
+  try {
+    db.pragma(`application_id = ${STALLGUARD_APPLICATION_ID}`);
+  } catch {
+    // busy: set on a later open
+  }
+}
+
 /** Opens (creating when missing) and migrates the database at `path` (":memory:" for tests). */
 export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Database.Database {
-  if (path !== ":memory:") privateDbFile(path);
-  const db = new Database(path, opts.verbose ? { verbose: opts.verbose } : {});
+  if (checkDbTarget(path) !== "memory") privateDbFile(path);
+  let db: Database.Database;
+  try {
+    db = new Database(path, opts.verbose ? { verbose: opts.verbose } : {});
+  } catch (err) {
+    throw new Error(`cannot open the database ${path}: ${(err as Error).message}`);
+  }
   try {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
     db.pragma("foreign_keys = ON");
     migrate(db);
+    markOwn(db);
   } catch (err) {
     db.close();
     throw err;

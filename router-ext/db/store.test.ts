@@ -9,6 +9,7 @@ import type { RequestRecord } from "../gate/store.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./migrations.ts";
 import { openDatabase } from "./open.ts";
 import { type IngestOptions, Store } from "./store.ts";
+import { headersOnly } from "./tables/plugin-links.ts";
 
 const signals = quietSignals;
 
@@ -152,6 +153,54 @@ describe("Store", () => {
     });
     expect(store.sessions({ now: 5000 + 180_001, liveWindowMs: 180_000 })[0]?.plugin_live).toBe(false);
     expect(store.metrics({ now: 6000, liveWindowMs: 180_000 }).livePlugins).toBe(1);
+  });
+
+  it("tells headers seen from reporting: the gate's plugin headers are not a report", () => {
+    const link = { instanceId: "inst-2", reportTo: "http://127.0.0.1:4870", state: "failing" as const };
+    store.decide({ sessionId: "ses_g", agent: "build", parent: null, pluginVersion: "0.1.0", link }, 1000);
+    const view = () => store.sessions({ now: 2000, liveWindowMs: 180_000 })[0];
+    expect(view()).toMatchObject({
+      session_id: "ses_g",
+      plugin_live: false,
+      plugin_headers: true,
+      source: "gate",
+    });
+    const silent = (now: number) => {
+      store.flush(); // the gate's links are written in its next batch (as /health does first)
+      return headersOnly(store.tables.pluginLinks.since(now - 180_000), {
+        now,
+        liveWindowMs: 180_000,
+        heartbeatMs: 60_000,
+      });
+    };
+    // It says its deliveries fail: named at once, with the URL it reports to.
+    expect(silent(2000)).toEqual([
+      {
+        instance_id: "inst-2",
+        version: "0.1.0",
+        report_url: "http://127.0.0.1:4870",
+        report_state: "failing",
+        last_headers_at: 1000,
+      },
+    ]);
+    // Its heartbeat arrives: it reports, and the session is live.
+    const hb: Heartbeat = {
+      type: "heartbeat",
+      instance_id: "inst-2",
+      plugin_version: "0.1.0",
+      at: 2500,
+      sessions: [],
+    };
+    store.ingest([hb], opts(3000));
+    expect(silent(3000)).toEqual([]);
+    // A plugin that never says it fails, and never heartbeats: named after one heartbeat period.
+    const quiet = { instanceId: "inst-3", reportTo: "http://127.0.0.1:9", state: "pending" as const };
+    store.decide(
+      { sessionId: "ses_q", agent: "build", parent: null, pluginVersion: "0.1.0", link: quiet },
+      4000,
+    );
+    expect(silent(30_000).map((p) => p.instance_id)).toEqual([]);
+    expect(silent(70_000).map((p) => p.instance_id)).toEqual(["inst-3"]);
   });
 
   it("a heartbeat after a transition brings the figures up to date; nothing heard for the window: ended", () => {

@@ -57,6 +57,7 @@ export interface PruneResult {
   samples: number;
   refusalLog: number;
   plugins: number;
+  routerRuns: number;
 }
 
 export interface StoreOptions {
@@ -340,7 +341,8 @@ export class Store implements GateStore {
         ticks: t.ticks.prune(cutoff),
         samples: t.samples.prune(cutoff),
         refusalLog: refusals.log,
-        plugins: t.plugins.prune(cutoff),
+        plugins: t.plugins.prune(cutoff) + t.pluginLinks.prune(cutoff),
+        routerRuns: t.routerRuns.prune(cutoff),
         sessions: t.sessions.prune(cutoff),
       };
     });

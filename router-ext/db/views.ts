@@ -19,6 +19,7 @@ export function sessionView(r: SessionListRow, opts: { now: number; liveWindowMs
     flags: r.flags,
     stage: r.stage,
     plugin_live: r.plugin_seen_at !== null && opts.now - r.plugin_seen_at <= opts.liveWindowMs,
+    plugin_headers: r.plugin_headers_at !== null && opts.now - r.plugin_headers_at <= opts.liveWindowMs,
     plugin_version: r.plugin_version,
     turns_since_landed: gate ? r.g_turns : r.turns_since_landed,
     usd_since_landed: Math.round((gate ? r.g_usd : r.usd_since_landed) * 1e6) / 1e6,

@@ -216,13 +216,70 @@ describe("doctor checks", () => {
     ).toBe("pass");
   });
 
-  it("D-Bus only matters with a desktop channel", () => {
+  it("D-Bus only matters with a desktop channel, and never fails a mode: a warning naming the key that turns it off", () => {
     expect(byId(facts({ desktop: { enabled: false, problems: ["no bus"] } })).dbus?.status).toBe("skip");
-    expect(byId(facts({ desktop: { enabled: true, problems: ["no bus"] } })).dbus).toMatchObject({
+    for (const mode of ["warn", "auto_recover"] as const) {
+      const f = facts({ mode, desktop: { enabled: true, problems: ["no bus"], channels: ["laptop"] } });
+      expect(byId(f).dbus).toMatchObject({ status: "fail", needed: false, detail: "no bus" });
+      expect(byId(f).dbus?.fix).toContain(
+        "notifications.channels: [{ name: laptop, type: desktop, enabled: false }] (the key is notifications.channels[].enabled)",
+      );
+      expect(exitCode(runChecks(f))).toBe(0);
+    }
+  });
+
+  it("plugin version when the router cannot say: compared with this stallguard, said as unknown", () => {
+    const down = facts({ router: { ok: false, error: "ECONNREFUSED" }, packageVersion: "0.2.0" });
+    expect(byId(down).plugin).toMatchObject({
+      status: "pass",
+      detail: `plugin 0.2.0 at ${HOME}/.config/opencode/plugins/stallguard.js (global), same as this stallguard 0.2.0 (the router's version is unknown: not reachable)`,
+    });
+    const older = facts({ ...down, packageVersion: "0.3.0" });
+    expect(byId(older).plugin?.detail).toMatch(
+      /, but this stallguard is 0\.3\.0 \(the router's version is unknown/,
+    );
+  });
+
+  it("provider key: the router accepts it, refuses it (a fail), or could not be asked", () => {
+    expect(byId(facts({ keyCheck: { state: "accepted", client: "default" } })).provider?.detail).toMatch(
+      /key from \{file:~\/\.config\/stallguard\/client\.key\}, accepted by the router as client default$/,
+    );
+    const refused = byId(facts({ keyCheck: { state: "refused", status: 401 } })).provider;
+    expect(refused).toMatchObject({
       status: "fail",
       needed: true,
-      detail: "no bus",
+      detail:
+        "provider sg's apiKey ({file:~/.config/stallguard/client.key}) is not one of the gate's client keys: the router answered 401",
     });
+    expect(refused?.fix).toMatch(/^set "apiKey": "\{file:~\/\.config\/stallguard\/client\.key\}"/);
+    expect(byId(facts({ keyCheck: { state: "unchecked", why: "X is not set" } })).provider?.detail).toMatch(
+      /, not checked against the router: X is not set$/,
+    );
+  });
+
+  it("reporting: plugins that send headers but do not report fail the check, naming the URL they use", () => {
+    const h = (facts().router as Extract<DoctorFacts["router"], { ok: true }>).health;
+    const silent = {
+      instance_id: "sg_1",
+      version: "0.2.0",
+      report_url: "http://127.0.0.1:4870",
+      report_state: "failing",
+      last_headers_at: NOW,
+    };
+    const r = byId(
+      facts({ router: { ok: true, health: { ...h, plugins_headers_only: [silent] } } }),
+    ).reporting;
+    expect(r).toMatchObject({
+      status: "fail",
+      needed: true,
+      detail: `1 plugin(s) send headers through the gate but do not report: they report to http://127.0.0.1:4870 (its deliveries fail), this router is ${ROUTER}`,
+    });
+    expect(r?.fix).toContain(`STALLGUARD_URL=${ROUTER}`);
+    expect(byId(facts()).reporting).toMatchObject({
+      status: "pass",
+      detail: "1 plugin(s) report; no plugin sends headers without reporting",
+    });
+    expect(byId(facts({ router: { ok: false, error: "ECONNREFUSED" } })).reporting?.status).toBe("skip");
   });
 
   it("units: none (a warning), some missing, installed but inactive, systemctl silent", () => {

@@ -7,6 +7,7 @@ import { formatDuration } from "../../shared/duration.ts";
 import { blindDetail, tickBlind, tickReadout } from "../watchdog/readout.ts";
 import type { DoctorFacts } from "./facts.ts";
 import { keyForm, layeredProviders, resolveFileRef, sameEndpoint } from "./opencode-config.ts";
+import { checkReporting } from "./reporting-check.ts";
 
 export interface CheckResult {
   id: string;
@@ -70,8 +71,21 @@ export function checkOpencode(f: DoctorFacts): CheckResult {
   return pass("opencode", true, `opencode ${o.version} (${o.path})`);
 }
 
+/** What the plugin's version is compared with: the router's, or (down, or run from source) this stallguard's. */
+function versionRef(f: DoctorFacts): { version: string; same: string; but: string } {
+  const pkg = f.packageVersion ?? f.expectedVersion;
+  const mine = (why: string) => ({
+    version: pkg,
+    same: `this stallguard ${pkg} (${why})`,
+    but: `this stallguard is ${pkg} (${why})`,
+  });
+  if (!f.router.ok) return mine("the router's version is unknown: not reachable");
+  if (f.router.health.version === "dev") return mine("the router runs from source: dev");
+  return { version: f.expectedVersion, same: "the router", but: `the router is ${f.expectedVersion}` };
+}
+
 export function checkPlugin(f: DoctorFacts): CheckResult {
-  const install = "npx stallguard install-plugin (or --project DIR), then restart opencode";
+  const install = "stallguard install-plugin (or --project DIR), then restart opencode";
   if (f.plugins.length === 0)
     return fail("plugin", true, `no stallguard plugin in ${f.pluginDirs.join(" or ")}`, install);
   if (f.plugins.length > 1)
@@ -82,14 +96,29 @@ export function checkPlugin(f: DoctorFacts): CheckResult {
       "keep one: remove the others, then restart opencode",
     );
   const p = f.plugins[0] as (typeof f.plugins)[number];
-  if (p.version !== f.expectedVersion)
+  const ref = versionRef(f);
+  if (p.version !== ref.version)
     return fail(
       "plugin",
       true,
-      `plugin ${p.version ?? "of unknown version"} at ${p.path} (${p.scope}), but the router is ${f.expectedVersion}`,
+      `plugin ${p.version ?? "of unknown version"} at ${p.path} (${p.scope}), but ${ref.but}`,
       install,
     );
-  return pass("plugin", true, `plugin ${p.version} at ${p.path} (${p.scope}), same as the router`);
+  return pass("plugin", true, `plugin ${p.version} at ${p.path} (${p.scope}), same as ${ref.same}`);
+}
+
+/** The provider's key as the router judged it: a fail when refused, else the words for the pass line. */
+function keyVerdict(f: DoctorFacts, id: string, form: string, needed: boolean): CheckResult | string {
+  const k = f.keyCheck;
+  if (!k) return "";
+  if (k.state === "accepted") return `, accepted by the router as client ${k.client}`;
+  if (k.state === "unchecked") return `, not checked against the router: ${k.why}`;
+  return fail(
+    "provider",
+    needed,
+    `provider ${id}'s apiKey (${form}) is not one of the gate's client keys: the router answered ${k.status}`,
+    'set "apiKey": "{file:~/.config/stallguard/client.key}" (the key stallguard serve wrote), or a key named in server.client_keys',
+  );
 }
 
 export function checkProvider(f: DoctorFacts): CheckResult {
@@ -151,17 +180,21 @@ export function checkProvider(f: DoctorFacts): CheckResult {
       : key.kind === "env"
         ? `{env:${key.name}}`
         : `{file:${key.path}}`;
-  return pass("provider", needed, `provider ${p.id} -> ${gate}, key from ${form}`);
+  const judged = keyVerdict(f, p.id, form, needed);
+  if (typeof judged !== "string") return judged;
+  return pass("provider", needed, `provider ${p.id} -> ${gate}, key from ${form}${judged}`);
 }
 
 export function checkRouter(f: DoctorFacts): CheckResult {
-  if (!f.router.ok)
+  if (!f.router.ok) {
+    const from = f.routerFrom && f.routerFrom !== "from --router" ? ` (the URL is ${f.routerFrom})` : "";
     return fail(
       "router",
       true,
-      `router not reachable at ${f.routerUrl}: ${f.router.error}`,
-      "start it: npm start, or systemctl --user start stallguard.service (STALLGUARD_URL if it listens elsewhere)",
+      `router not reachable at ${f.routerUrl}: ${f.router.error}${from}`,
+      "start it: stallguard serve, or systemctl --user start stallguard.service (STALLGUARD_URL if it listens elsewhere)",
     );
+  }
   const h = f.router.health;
   if (h.db !== "ok")
     return fail("router", true, `router ${h.version} answers, database: ${h.db}`, "see the router's log");
@@ -225,23 +258,29 @@ export function checkUpstream(f: DoctorFacts): CheckResult {
   return pass("upstream", true, `${u.url}: ${u.detail}`);
 }
 
+/**
+ * A desktop channel is optional in every mode (the page, /metrics and the
+ * plugin's toast warn too): a missing D-Bus is a warning that says how to
+ * reach the bus, or how to switch the channel off.
+ */
 export function checkDesktop(f: DoctorFacts): CheckResult {
   const d = f.desktop;
   if (!d.enabled) return skip("dbus", false, "no desktop channel enabled");
+  const name = d.channels?.[0] ?? "desktop";
   if (d.problems.length)
     return fail(
       "dbus",
-      true,
+      false,
       d.problems[0] as string,
-      "run inside your desktop session, or set DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus (the systemd units set it)",
+      `run inside your desktop session, or set DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus (the systemd units set it); on a machine without a desktop turn the channel off: in ${f.localConfig ?? "config/config.local.yaml"}, notifications.channels: [{ name: ${name}, type: desktop, enabled: false }] (the key is notifications.channels[].enabled)`,
     );
-  return pass("dbus", true, "the session bus answers (desktop alerts can be shown)");
+  return pass("dbus", false, "the session bus answers (desktop alerts can be shown)");
 }
 
 export function checkUnits(f: DoctorFacts): CheckResult {
   const u = f.units;
   const enable =
-    "npx stallguard install-units --enable (or: systemctl --user enable --now stallguard.service stallguard-watchdog.timer)";
+    "stallguard install-units --enable (or: systemctl --user enable --now stallguard.service stallguard-watchdog.timer)";
   if (u.installed.length === 0)
     return fail(
       "units",
@@ -273,7 +312,7 @@ export function checkWatchdog(f: DoctorFacts): CheckResult {
   if (!f.router.ok) return skip("watchdog", true, "needs the router (its /health has the last tick)");
   const wd = f.router.health.watchdog;
   const runs =
-    "the timer runs it (npx stallguard install-units --enable); without the timer, stallguard serve ticks in-process";
+    "the timer runs it (stallguard install-units --enable); without the timer, stallguard serve ticks in-process";
   if (!wd) return fail("watchdog", true, "no watchdog tick recorded", runs);
   const since = f.now - wd.last_tick_at;
   if (since > 3 * f.watchdog.intervalMs)
@@ -302,6 +341,7 @@ export function runChecks(f: DoctorFacts): CheckResult[] {
     checkPlugin(f),
     checkProvider(f),
     checkRouter(f),
+    checkReporting(f),
     ...checkSecrets(f),
     checkUpstream(f),
     checkDesktop(f),

@@ -26,11 +26,25 @@ export interface PluginCopy {
   version: string | null;
 }
 
+/** The gate provider's key, asked of the router itself (GET /gate with it as the bearer token). */
+export type KeyCheck =
+  | { state: "accepted"; client: string }
+  | { state: "refused"; status: number }
+  | { state: "unchecked"; why: string };
+
 export interface DoctorFacts {
   now: number;
   /** The mode the checks judge for: the router's live mode, else the config's. */
   mode: Mode;
   routerUrl: string;
+  /** Where routerUrl came from ("from --router", "from .../router.json (written by stallguard serve)", ...). */
+  routerFrom?: string;
+  /** The config file a fix names (this install's config/config.local.yaml, or --config), by its full path. */
+  localConfig?: string;
+  /** This stallguard's own version (its package), for when the router cannot say. */
+  packageVersion?: string;
+  /** The provider's key as the router judged it; absent when no provider points at the gate. */
+  keyCheck?: KeyCheck;
   /** The version the plugin must match: the router's, or this package's when the router is down or runs from source. */
   expectedVersion: string;
   opencode: { path: string | null; version: string | null; error: string | null };
@@ -49,7 +63,8 @@ export interface DoctorFacts {
   secrets: SecretFact[];
   /** null: not asked for (--upstream). */
   upstream: null | { url: string | null; ok: boolean; detail: string };
-  desktop: { enabled: boolean; problems: string[] };
+  /** channels: the names of the enabled desktop channels (the fix names their config key). */
+  desktop: { enabled: boolean; problems: string[]; channels?: string[] };
   units: {
     dir: string;
     installed: string[];

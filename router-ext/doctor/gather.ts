@@ -15,20 +15,29 @@ import { bundleVersion, globalConfigDir } from "../cli/install-plugin.ts";
 import { UNIT_FILES } from "../cli/install-units.ts";
 import { VERSION } from "../cli/version.ts";
 import { checkCommand, checkSessionBus } from "../notify/diagnostics.ts";
+import { describeUrlSource, routerLinkPath, routerUrlFor } from "../server/router-link.ts";
 import { secretFilePaths } from "../server/secret-files.ts";
 import { sessionBusEnv } from "../watchdog/desktop.ts";
 import { userUnitDir } from "../watchdog/loop.ts";
-import type { DoctorFacts, FileState, PluginCopy, SecretFact } from "./facts.ts";
+import type { DoctorFacts, FileState, KeyCheck, PluginCopy, SecretFact } from "./facts.ts";
 import { parseJsonc } from "./jsonc.ts";
-import { type ConfigFileFact, referencesIn, resolveFileRef } from "./opencode-config.ts";
+import {
+  type ConfigFileFact,
+  gateProvider,
+  keyForm,
+  referencesIn,
+  resolveFileRef,
+} from "./opencode-config.ts";
 
 export interface GatherOptions {
   config: Config;
+  /** --config FILE, the file used instead of config/config.local.yaml; default that file of this install. */
+  configPath?: string | null;
   env: NodeJS.ProcessEnv;
   now: number;
   /** Where opencode runs (its project files): default the current directory. */
   projectDir: string;
-  /** --router; default STALLGUARD_URL, then plugin.router_url. */
+  /** --router; default STALLGUARD_URL, plugin.router_url, serve's router.json, the default URL. */
   routerUrl?: string | null;
   /** --opencode; default `opencode` on PATH. */
   opencodeBin?: string | null;
@@ -151,6 +160,54 @@ async function routerFact(url: string, fetchImpl: typeof fetch): Promise<DoctorF
   }
 }
 
+/** The value of the gate provider's apiKey as opencode would send it, or why there is none. */
+function keyValue(o: GatherOptions, apiKey: string | null, file: string): string | { why: string } {
+  const form = keyForm(apiKey);
+  if (form.kind === "missing") return { why: "no apiKey" };
+  if (form.kind === "literal") return (apiKey ?? "").trim();
+  if (form.kind === "env") return o.env[form.name]?.trim() || { why: `${form.name} is not set` };
+  try {
+    const path = resolveFileRef(form.path, file, o.env.HOME || homedir());
+    return readFileSync(path, "utf8").trim() || { why: `${path} is empty` };
+  } catch (err) {
+    return { why: (err as NodeJS.ErrnoException).code ?? "unreadable" };
+  }
+}
+
+/**
+ * Asks the router whether the provider's key is one of the gate's client keys
+ * (GET /gate). The key goes only where opencode sends it anyway: this
+ * provider's baseURL is the router's /v1.
+ */
+async function keyFact(
+  o: GatherOptions,
+  routerUrl: string,
+  files: ConfigFileFact[],
+  fetchImpl: typeof fetch,
+): Promise<KeyCheck | undefined> {
+  const env = Object.fromEntries(referencesIn(files).env.map((n) => [n, o.env[n]]));
+  const p = gateProvider(files, env, `${routerUrl.replace(/\/+$/, "")}/v1`);
+  if (!p) return undefined;
+  const key = keyValue(o, p.apiKey, p.file);
+  if (typeof key !== "string") return { state: "unchecked", why: key.why };
+  try {
+    const res = await fetchImpl(`${routerUrl.replace(/\/+$/, "")}/gate`, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(3000),
+    });
+    const body = (await res.json().catch(() => null)) as { client?: unknown } | null;
+    if (res.ok && typeof body?.client === "string") return { state: "accepted", client: body.client };
+    if (res.status === 401) return { state: "refused", status: 401 };
+    return {
+      state: "unchecked",
+      why: `GET /gate answered ${res.status} (a router from before the key check)`,
+    };
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    return { state: "unchecked", why: `the router did not answer (${cause ?? (err as Error).message})` };
+  }
+}
+
 async function upstreamFact(o: GatherOptions, fetchImpl: typeof fetch): Promise<DoctorFacts["upstream"]> {
   if (!o.upstream) return null;
   const url = o.config.server.upstream;
@@ -175,14 +232,14 @@ async function upstreamFact(o: GatherOptions, fetchImpl: typeof fetch): Promise<
 
 async function desktopFact(o: GatherOptions): Promise<DoctorFacts["desktop"]> {
   const channels = o.config.notifications.channels.filter((c) => c.type === "desktop" && c.enabled);
-  if (channels.length === 0) return { enabled: false, problems: [] };
+  if (channels.length === 0) return { enabled: false, problems: [], channels: [] };
   const env = sessionBusEnv(o.env);
   const problems = await checkSessionBus(env);
   for (const c of channels) {
     const missing = c.type === "desktop" ? checkCommand(c.command, env) : null;
     if (missing) problems.push(missing);
   }
-  return { enabled: true, problems };
+  return { enabled: true, problems, channels: channels.map((c) => c.name) };
 }
 
 function unitsFact(o: GatherOptions): DoctorFacts["units"] {
@@ -204,6 +261,12 @@ function unitsFact(o: GatherOptions): DoctorFacts["units"] {
   return { dir, installed: [...installed], missing: [...missing], active };
 }
 
+/** The config file a fix tells the user to edit: this install's config/config.local.yaml, by its full path. */
+function localConfigPath(): string {
+  const root = packageRoot(dirname(fileURLToPath(import.meta.url)));
+  return root ? join(root, "config", "config.local.yaml") : "config/config.local.yaml";
+}
+
 /** The version the plugin should carry when the router cannot say (it is down, or runs from source). */
 function packageVersion(): string {
   if (VERSION !== "dev") return VERSION;
@@ -219,17 +282,26 @@ function packageVersion(): string {
 
 export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const fetchImpl = o.fetchImpl ?? fetch;
-  const routerUrl = o.routerUrl || o.env.STALLGUARD_URL || o.config.plugin.router_url;
+  const resolved = routerUrlFor(o.config, o.env, o.routerUrl);
+  const routerUrl = resolved.url;
+  const routerFrom = o.routerUrl
+    ? "from --router"
+    : describeUrlSource(resolved.source, routerLinkPath(o.env));
   const router = await routerFact(routerUrl, fetchImpl);
   const live = router.ok ? router.health : null;
   const files = configFiles(o);
   const refs = referencesIn(files);
   const home = o.env.HOME || homedir();
   const plugins = pluginFacts(o);
+  const keyCheck = router.ok ? await keyFact(o, routerUrl, files, fetchImpl) : undefined;
   return {
     now: o.now,
     mode: (live?.mode as Mode | undefined) ?? o.config.progress.mode,
     routerUrl,
+    routerFrom,
+    localConfig: o.configPath ?? localConfigPath(),
+    packageVersion: packageVersion(),
+    ...(keyCheck ? { keyCheck } : {}),
     expectedVersion: live && live.version !== "dev" ? live.version : packageVersion(),
     opencode: opencodeFact(o),
     pluginDirs: plugins.dirs,

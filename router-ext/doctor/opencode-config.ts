@@ -110,3 +110,15 @@ export function sameEndpoint(a: string, b: string): boolean {
   const na = norm(a);
   return na !== null && na === norm(b);
 }
+
+/** The first provider whose baseURL is the gate (`gate`: the router URL plus /v1), or null. */
+export function gateProvider(
+  files: readonly ConfigFileFact[],
+  env: Record<string, string | undefined>,
+  gate: string,
+): ProviderView | null {
+  return (
+    layeredProviders(files, env).providers.find((p) => p.baseURL !== null && sameEndpoint(p.baseURL, gate)) ??
+    null
+  );
+}

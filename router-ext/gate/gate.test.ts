@@ -347,6 +347,53 @@ describe("gate proxy (real upstream, real hono server)", () => {
     });
   });
 
+  test("the plugin's report headers reach the store and never the upstream", async () => {
+    await start();
+    up.handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    };
+    const plugin = {
+      "x-router-conversation": "ses_r",
+      "x-stallguard-plugin": "0.1.0",
+      "x-stallguard-instance": "sg_abc",
+      "x-stallguard-report-to": "http://127.0.0.1:4870",
+      "x-stallguard-report-state": "failing",
+    };
+    await (await complete(plugin, chat())).text();
+    await (
+      await complete(
+        { ...plugin, "x-stallguard-report-to": "ftp://x", "x-stallguard-report-state": "??" },
+        chat(),
+      )
+    ).text();
+    expect(store.decisions.map((d) => d.link)).toEqual([
+      { instanceId: "sg_abc", reportTo: "http://127.0.0.1:4870", state: "failing" },
+      { instanceId: "sg_abc", reportTo: null, state: null },
+    ]);
+    for (const seen of up.seen) {
+      expect(
+        Object.keys(seen.headers).filter(
+          (h) => h.startsWith("x-stallguard-report") || h === "x-stallguard-instance",
+        ),
+      ).toEqual([]);
+      expect(seen.headers["x-stallguard-plugin"]).toBe("0.1.0");
+    }
+  });
+
+  test("GET /gate says whose client key a bearer token is, and 401 for any other (nothing goes upstream)", async () => {
+    await start();
+    const ok = await fetch(`${gate.url}/gate`);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ client: TEST_CLIENT.name });
+    const wrong = await fetch(`${gate.url}/gate`, { headers: { authorization: "Bearer not-a-key" } });
+    expect(wrong.status).toBe(401);
+    expect(((await wrong.json()) as { error: { message: string } }).error.message).toContain(
+      "an unknown client key",
+    );
+    expect(up.seen).toEqual([]);
+    expect(store.decisions).toEqual([]);
+  });
+
   test("Authorization is replaced by the configured key, hop-by-hop headers are dropped", async () => {
     await start({ apiKey: "sk-configured" });
     up.handler = (_req, res) => {

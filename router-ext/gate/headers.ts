@@ -16,7 +16,8 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 // Recomputed or owned by this hop. The client's Authorization is its client key
-// for this gate: it never goes up (the upstream key replaces it).
+// for this gate: it never goes up (the upstream key replaces it). The plugin's
+// report headers (its process id and local router URL) are for this gate only.
 const DROP_REQUEST = new Set([
   "host",
   "content-length",
@@ -24,6 +25,9 @@ const DROP_REQUEST = new Set([
   "expect",
   "authorization",
   "cookie",
+  "x-stallguard-instance",
+  "x-stallguard-report-to",
+  "x-stallguard-report-state",
 ]);
 const NONE: ReadonlySet<string> = new Set<string>();
 const LENGTH = new Set(["content-length"]);

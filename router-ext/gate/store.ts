@@ -19,6 +19,17 @@ export interface GateIdentity {
   parent: string | null;
   /** X-Stallguard-Plugin (the plugin's version), null without the plugin. */
   pluginVersion: string | null;
+  /** Where the plugin says it reports (X-Stallguard-Instance, -Report-To, -Report-State); absent from older plugins. */
+  link?: PluginLinkHeaders | null;
+}
+
+/** The plugin process behind a request and how its reporting goes, as its headers say. */
+export interface PluginLinkHeaders {
+  instanceId: string;
+  /** The router URL it posts /progress to; null when the header is missing or not an http(s) URL. */
+  reportTo: string | null;
+  /** Its last delivery: nothing sent yet, delivered, or failing; null when not said. */
+  state: "pending" | "ok" | "failing" | null;
 }
 
 /** Whether a request may pass. */

@@ -49,7 +49,12 @@ describe("planTransition", () => {
     expect(plan.directives).toEqual([
       { id: directiveId(t("looping").id), action: "recover", session_id: "w", root_id: "root", report: "r" },
     ]);
-    expect(directiveId("p:w:1:ol")).toBe(directiveId("p:w:1:ol"));
+    // Stable: the same transition planned again (a retried /progress post, a
+    // restarted server) hands out the same id, so the plugin runs it once.
+    const again = planTransition(live(), t("looping"), knobsFor({ mode: "auto_recover" }), 5000);
+    expect(again.directives.map((d) => d.id)).toEqual(plan.directives.map((d) => d.id));
+    expect(plan.directives[0]?.id).toMatch(/^d:[A-Za-z0-9_-]{32}$/);
+    expect(plan.directives[0]?.id).not.toContain(t("looping").id);
     expect(directiveId("p:w:1:ol")).not.toBe(directiveId("p:w:2:ol"));
   });
 

@@ -1,6 +1,7 @@
 // What a detection does, per progress.mode (spec section 5), as a pure
-// function of the tree's mode state. The server applies the returned actions:
-// refusals in the gate, directives for the plugin, alerts through the notifier.
+// function of the tree's mode state. It returns actions, nothing more:
+// plan.ts translates them into a plan (durable refusals and caps, directives
+// for the plugin, alerts and toasts) that the store and the server carry out.
 //
 // Acting modes act on looping verdicts; stalling only warns (every mode warns).
 // Recoveries are counted per tree and per detection, never per request, so a

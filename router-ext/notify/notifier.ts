@@ -8,7 +8,13 @@ import { desktopChannel } from "./channels/desktop.ts";
 import { pagerdutyChannel } from "./channels/pagerduty.ts";
 import type { Env } from "./channels/secret-env.ts";
 import { webhookChannel } from "./channels/webhook.ts";
-import { type AttemptResult, createDeliveryQueue, deliverWithRetry, type QueuedJob } from "./queue.ts";
+import {
+  type AttemptResult,
+  createDeliveryQueue,
+  type DeliveryQueue,
+  deliverWithRetry,
+  type QueuedJob,
+} from "./queue.ts";
 import {
   type Alert,
   alertSchema,
@@ -68,44 +74,72 @@ function testAlert(ch: Channel, at: number): Alert {
   };
 }
 
-/**
- * Creates the notifier for `config` (the parsed `notifications` section).
- *
- * @example
- * const notifier = createNotifier(config.notifications, { env: process.env, log: console.error });
- * for (const alert of plan.alerts) notifier.send(alert);
- */
-export function createNotifier(config: NotificationsConfig, opts: NotifierOptions): Notifier {
-  const now = opts.now ?? Date.now;
-  const log = (line: string) => {
-    try {
-      opts.log(`notify: ${line}`);
-    } catch {
-      // Logging must never take the notifier down with it.
-    }
+function channelFrom(c: NotificationsConfig["channels"][number], env: Env): Channel {
+  return {
+    name: c.name,
+    type: c.type,
+    settings: {
+      enabled: c.enabled,
+      min_severity: c.min_severity,
+      resolve_messages: c.resolve_messages,
+      lifecycle: c.type === "pagerduty",
+      rate_limit: c.rate_limit,
+      quiet_window: c.quiet_window,
+    },
+    admit: createAdmitState(),
+    adapter: adapterFor(c, env),
+    counters: { sent: 0, failed: 0, filtered: 0, suppressed: 0, rate_limited: 0, queue_dropped: 0 },
   };
-  const historySize = opts.historySize ?? 200;
-  const history: Delivery[] = [];
-  const channels = new Map<string, Channel>();
-  for (const c of config.channels) {
-    channels.set(c.name, {
-      name: c.name,
-      type: c.type,
-      settings: {
-        enabled: c.enabled,
-        min_severity: c.min_severity,
-        resolve_messages: c.resolve_messages,
-        lifecycle: c.type === "pagerduty",
-        rate_limit: c.rate_limit,
-        quiet_window: c.quiet_window,
-      },
-      admit: createAdmitState(),
-      adapter: adapterFor(c, opts.env),
-      counters: { sent: 0, failed: 0, filtered: 0, suppressed: 0, rate_limited: 0, queue_dropped: 0 },
-    });
-  }
+}
 
-  const record = (ch: Channel, alert: Alert, r: AttemptResult, status?: "dropped"): Delivery => {
+function channelStatus(ch: Channel): ChannelStatus {
+  return {
+    name: ch.name,
+    type: ch.type,
+    enabled: ch.settings.enabled,
+    min_severity: ch.settings.min_severity,
+    resolve_messages: ch.settings.resolve_messages,
+    rate_limit: { count: ch.settings.rate_limit.count, per_ms: ch.settings.rate_limit.per },
+    quiet_window_ms: ch.settings.quiet_window,
+    target: ch.adapter.target(),
+    counters: { ...ch.counters },
+  };
+}
+
+/** Each channel's own checks; a check that throws is a problem, not a failure of the list. */
+function diagnoseChannels(channels: Iterable<Channel>): Promise<ChannelDiagnostic[]> {
+  return Promise.all(
+    [...channels].map(async (ch) => {
+      let problems: string[];
+      try {
+        problems = await ch.adapter.diagnose();
+      } catch (err) {
+        problems = [`diagnostics failed: ${(err as Error).message}`];
+      }
+      return { channel: ch.name, type: ch.type, ok: problems.length === 0, problems };
+    }),
+  );
+}
+
+function logDiagnostics(list: ChannelDiagnostic[], channels: Map<string, Channel>, log: Log): void {
+  for (const d of list) {
+    const enabled = channels.get(d.channel)?.settings.enabled ? "" : " (disabled)";
+    if (d.ok) log(`channel ${d.channel} (${d.type})${enabled}: ready`);
+    else for (const p of d.problems) log(`channel ${d.channel} (${d.type})${enabled}: ${p}`);
+  }
+}
+
+type Log = (line: string) => void;
+type RecordDelivery = (ch: Channel, alert: Alert, r: AttemptResult, status?: "dropped") => Delivery;
+
+/** The one place a delivery's outcome is counted, kept (newest first, bounded) and, when it failed, logged. */
+function deliveryRecorder(
+  history: Delivery[],
+  historySize: number,
+  now: () => number,
+  log: Log,
+): RecordDelivery {
+  return (ch, alert, r, status) => {
     const d: Delivery = {
       channel: ch.name,
       dedup_key: alert.dedup_key,
@@ -130,7 +164,52 @@ export function createNotifier(config: NotificationsConfig, opts: NotifierOption
       );
     return d;
   };
+}
 
+/** Validates one alert, then admits it per channel and enqueues it; a full queue is a recorded drop. */
+function admitAndEnqueue(
+  input: unknown,
+  channels: Map<string, Channel>,
+  queue: DeliveryQueue,
+  at: number,
+  deps: { record: RecordDelivery; log: Log },
+): void {
+  const parsed = alertSchema.safeParse(input);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    deps.log(`alert rejected: ${first?.path.join(".") || "(root)"}: ${first?.message ?? "invalid"}`);
+    return;
+  }
+  for (const ch of channels.values()) {
+    const a = admitAlert(ch.admit, ch.settings, parsed.data, at);
+    if (!a.admit) {
+      ch.counters[a.why]++;
+      continue;
+    }
+    if (!queue.push({ channel: ch.name, adapter: ch.adapter, alert: a.alert }))
+      deps.record(ch, a.alert, { ok: false, attempts: 0, error: "delivery queue full" }, "dropped");
+  }
+}
+
+/**
+ * Creates the notifier for `config` (the parsed `notifications` section).
+ *
+ * @example
+ * const notifier = createNotifier(config.notifications, { env: process.env, log: console.error });
+ * for (const alert of plan.alerts) notifier.send(alert);
+ */
+export function createNotifier(config: NotificationsConfig, opts: NotifierOptions): Notifier {
+  const now = opts.now ?? Date.now;
+  const log: Log = (line) => {
+    try {
+      opts.log(`notify: ${line}`);
+    } catch {
+      // Logging must never take the notifier down with it.
+    }
+  };
+  const history: Delivery[] = [];
+  const record = deliveryRecorder(history, opts.historySize ?? 200, now, log);
+  const channels = new Map(config.channels.map((c) => [c.name, channelFrom(c, opts.env)] as const));
   const timeoutMs = config.timeout;
   const retryDelayMs = Math.min(opts.retryDelayMs ?? 1000, timeoutMs);
   const queue = createDeliveryQueue({
@@ -143,73 +222,25 @@ export function createNotifier(config: NotificationsConfig, opts: NotifierOption
     },
   });
   let closed = false;
-
-  const status = (ch: Channel): ChannelStatus => ({
-    name: ch.name,
-    type: ch.type,
-    enabled: ch.settings.enabled,
-    min_severity: ch.settings.min_severity,
-    resolve_messages: ch.settings.resolve_messages,
-    rate_limit: { count: ch.settings.rate_limit.count, per_ms: ch.settings.rate_limit.per },
-    quiet_window_ms: ch.settings.quiet_window,
-    target: ch.adapter.target(),
-    counters: { ...ch.counters },
-  });
-
-  const diagnostics = async (): Promise<ChannelDiagnostic[]> =>
-    Promise.all(
-      [...channels.values()].map(async (ch) => {
-        let problems: string[];
-        try {
-          problems = await ch.adapter.diagnose();
-        } catch (err) {
-          problems = [`diagnostics failed: ${(err as Error).message}`];
-        }
-        return { channel: ch.name, type: ch.type, ok: problems.length === 0, problems };
-      }),
-    );
-
-  if (opts.startupDiagnostics !== false) {
-    void diagnostics().then((list) => {
-      for (const d of list) {
-        const enabled = channels.get(d.channel)?.settings.enabled ? "" : " (disabled)";
-        if (d.ok) log(`channel ${d.channel} (${d.type})${enabled}: ready`);
-        else for (const p of d.problems) log(`channel ${d.channel} (${d.type})${enabled}: ${p}`);
-      }
-    });
-  }
+  const diagnostics = () => diagnoseChannels(channels.values());
+  if (opts.startupDiagnostics !== false)
+    void diagnostics().then((list) => logDiagnostics(list, channels, log));
 
   return {
     send(input) {
       try {
-        if (closed) return;
-        const parsed = alertSchema.safeParse(input);
-        if (!parsed.success) {
-          const first = parsed.error.issues[0];
-          log(`alert rejected: ${first?.path.join(".") || "(root)"}: ${first?.message ?? "invalid"}`);
-          return;
-        }
-        const t = now();
-        for (const ch of channels.values()) {
-          const a = admitAlert(ch.admit, ch.settings, parsed.data, t);
-          if (!a.admit) {
-            ch.counters[a.why]++;
-            continue;
-          }
-          if (!queue.push({ channel: ch.name, adapter: ch.adapter, alert: a.alert }))
-            record(ch, a.alert, { ok: false, attempts: 0, error: "delivery queue full" }, "dropped");
-        }
+        if (!closed) admitAndEnqueue(input, channels, queue, now(), { record, log });
       } catch (err) {
         log(`send failed: ${(err as Error).message}`);
       }
     },
-    channels: () => [...channels.values()].map(status),
+    channels: () => [...channels.values()].map(channelStatus),
     setChannel(name, patch) {
       const ch = channels.get(name);
       if (!ch) return null;
       if (patch.enabled !== undefined) ch.settings.enabled = patch.enabled;
       if (patch.min_severity !== undefined) ch.settings.min_severity = patch.min_severity;
-      return status(ch);
+      return channelStatus(ch);
     },
     async test(name) {
       const ch = channels.get(name);

@@ -15,6 +15,7 @@ import type { ClientsResponse, EventsResponse, Health, KnobView, TreesResponse }
 import { schemaVersion } from "../db/migrations.ts";
 import { flaggedSessions } from "../db/session-list.ts";
 import type { IngestResult, Store } from "../db/store.ts";
+import { headersOnly } from "../db/tables/plugin-links.ts";
 import { isBusy, isUnavailable } from "../db/write-queue.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
 import { byName, issuesOf, jsonBody, validBody } from "./admin-body.ts";
@@ -168,6 +169,8 @@ export function createApp(deps: AppDeps): Hono {
     let version = 0;
     try {
       store.ping();
+      // The gate's waiting batch first: plugins_headers_only reads the links it carries.
+      store.flush();
       version = schemaVersion(store.db);
     } catch (err) {
       db = `error: ${(err as Error).message}`;
@@ -190,6 +193,14 @@ export function createApp(deps: AppDeps): Hono {
           }
         : null,
       plugins_live: db === "ok" ? store.livePlugins(now() - liveWindow()) : 0,
+      plugins_headers_only:
+        db === "ok"
+          ? headersOnly(store.tables.pluginLinks.since(now() - liveWindow()), {
+              now: now(),
+              liveWindowMs: liveWindow(),
+              heartbeatMs: config.get().progress.heartbeat,
+            })
+          : [],
       db_writable: db === "ok" && store.writable(),
       max_progress_bytes: config.get().server.max_progress_bytes,
       pending_writes: store.writes.stats.pending,
@@ -235,7 +246,10 @@ export function createApp(deps: AppDeps): Hono {
     const limit = raw === undefined ? 100 : Number(raw);
     if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
       return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 10000"] }, 400);
-    return c.json({ events: store.events(limit) } satisfies EventsResponse);
+    return c.json({
+      events: store.events(limit),
+      router_events: store.tables.routerRuns.events(limit),
+    } satisfies EventsResponse);
   });
 
   api.get("/api/clients", (c) => {

@@ -6,29 +6,37 @@ import { type MetricType, metricLines, promText, type Sample } from "../prom-tex
 /** Flagged sessions that get per-session series at most (looping first); the rest are counted. */
 export const WARNING_SERIES_MAX = 200;
 
-/**
- * Renders the store's snapshot (aggregate series, always public), then, when
- * `flagged` is given (the admin token, or server.public_session_metrics), one
- * warning series per flagged session (it names the session, agent, turns and $
- * since landed and the top repeated target, as the spec's /metrics warning
- * does), then any extra text such as the gate's.
- */
-export function renderMetrics(
-  s: MetricsSnapshot,
-  flagged: SessionView[] | null = null,
-  extra: string[] = [],
-): string {
-  const lines: string[] = [];
-  const metric = (name: string, type: MetricType, help: string, samples: Sample[]) =>
+interface MetricWriter {
+  metric: (name: string, type: MetricType, help: string, samples: Sample[]) => void;
+  gauge: (name: string, help: string, value: number) => void;
+  /** A stored counter: unlabelled, or one sample per value of one label. */
+  counter: (name: string, help: string, by?: [label: string, values: readonly string[]]) => void;
+}
+
+/** Appends series to `lines`; counters are read from the snapshot's counters table. */
+function metricWriter(s: MetricsSnapshot, lines: string[]): MetricWriter {
+  const metric: MetricWriter["metric"] = (name, type, help, samples) =>
     lines.push(...metricLines(name, type, help, samples));
-  const gauge = (name: string, help: string, value: number) => metric(name, "gauge", help, [[{}, value]]);
-  // A stored counter's key is the metric name without "stallguard_"; a labelled
-  // one is stored per value as "<key>:<value>".
-  const counter = (name: string, help: string, by?: [label: string, values: readonly string[]]) => {
-    const key = name.slice("stallguard_".length);
-    const c = (k: string) => s.counters[k] ?? 0;
-    metric(name, "counter", help, by ? by[1].map((v) => [{ [by[0]]: v }, c(`${key}:${v}`)]) : [[{}, c(key)]]);
+  return {
+    metric,
+    gauge: (name, help, value) => metric(name, "gauge", help, [[{}, value]]),
+    // A stored counter's key is the metric name without "stallguard_"; a labelled
+    // one is stored per value as "<key>:<value>".
+    counter: (name, help, by) => {
+      const key = name.slice("stallguard_".length);
+      const c = (k: string) => s.counters[k] ?? 0;
+      metric(
+        name,
+        "counter",
+        help,
+        by ? by[1].map((v) => [{ [by[0]]: v }, c(`${key}:${v}`)]) : [[{}, c(key)]],
+      );
+    },
   };
+}
+
+/** Verdicts, flags, live plugins and what the gate refuses. */
+function verdictSeries({ metric, gauge, counter }: MetricWriter, s: MetricsSnapshot): void {
   metric(
     "stallguard_sessions",
     "gauge",
@@ -60,6 +68,10 @@ export function renderMetrics(
     "outcome",
     ["ok", "failed"],
   ]);
+}
+
+/** Reports received, alerts, admins' marks and the watchdog's last tick. */
+function reportSeries({ metric, gauge, counter }: MetricWriter, s: MetricsSnapshot): void {
   counter("stallguard_progress_messages_total", "POST /progress messages accepted.");
   counter(
     "stallguard_watchdog_covered_total",
@@ -88,8 +100,26 @@ export function renderMetrics(
     "1 when the last watchdog tick could read no source that was there (opencode.db, a server).",
     s.lastTick?.blind ? 1 : 0,
   );
+}
+
+/**
+ * Renders the store's snapshot (aggregate series, always public), then, when
+ * `flagged` is given (the admin token, or server.public_session_metrics), one
+ * warning series per flagged session (it names the session, agent, turns and $
+ * since landed and the top repeated target, as the spec's /metrics warning
+ * does), then any extra text such as the gate's.
+ */
+export function renderMetrics(
+  s: MetricsSnapshot,
+  flagged: SessionView[] | null = null,
+  extra: string[] = [],
+): string {
+  const lines: string[] = [];
+  const w = metricWriter(s, lines);
+  verdictSeries(w, s);
+  reportSeries(w, s);
   const shown = (flagged ?? []).filter((f) => f.verdict !== "ok").slice(0, WARNING_SERIES_MAX);
-  gauge(
+  w.gauge(
     "stallguard_warning_series_omitted",
     `Flagged sessions without a stallguard_warning series in this answer (per-session series need the admin token or server.public_session_metrics; at most ${WARNING_SERIES_MAX}).`,
     Math.max(0, s.sessionsByVerdict.stalling + s.sessionsByVerdict.looping - shown.length),

@@ -20,6 +20,8 @@ import { loadCredentials } from "./credentials.ts";
 import { createDelivery } from "./deliver.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
 import { Rejections } from "./rejections.ts";
+import { startAliveMarks } from "./router-alive.ts";
+import { announceRouter } from "./router-link.ts";
 import { checkBindHost } from "./security.ts";
 
 export interface StartOptions {
@@ -41,6 +43,8 @@ export interface StartOptions {
   now?: () => number;
   /** How often the server looks at the latest watchdog tick for a late one. Default 2 s. */
   blindCheckMs?: number;
+  /** How often the router marks itself alive in its database (the outage on record after a crash). Default 15 s. */
+  aliveMs?: number;
   /** How often the breaker moves its models' states forward. Default 10 s. */
   breakerTickMs?: number;
 }
@@ -82,6 +86,37 @@ function swappableNotifier(initial: Notifier): { notifier: Notifier; swap(next: 
   };
 }
 
+/**
+ * stallguard's own database; an error names where the path came from and that
+ * it is not opencode's (which `calibrate --db` reads). A short busy timeout: a
+ * write lock held by another process must not freeze the server (the store
+ * queues the gate's writes; /progress answers 503 and the plugin retries).
+ */
+function openStore(path: string, from: "--db" | "server.db" | null) {
+  try {
+    return openDatabase(path, { busyTimeoutMs: 50 });
+  } catch (err) {
+    const what = from ?? "the default database path";
+    throw new Error(
+      `${what} (stallguard's own store, not opencode's database; that one is calibrate --db): ${(err as Error).message}`,
+    );
+  }
+}
+
+/** Where the gate sends /v1 (its credentials in the URL, if any, left out) and whose key it adds. */
+function upstreamLine(c: Config): string {
+  const up = c.server.upstream;
+  if (up === null) return "gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503";
+  const u = new URL(up);
+  u.username = "";
+  u.password = "";
+  const keyEnv = c.server.upstream_api_key_env;
+  const key = keyEnv
+    ? `the upstream key from $${keyEnv}`
+    : "no upstream key (server.upstream_api_key_env unset)";
+  return `gate: /v1 -> ${u.toString().replace(/\/+$/, "")} with ${key}`;
+}
+
 const changed = (a: Config, b: Config, key: keyof Config) =>
   JSON.stringify(a[key]) !== JSON.stringify(b[key]);
 
@@ -107,9 +142,10 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const credentials = loadCredentials(base, env);
   const dbPath = base.server.db ?? defaultDbPath(env);
   const now = opts.now ?? Date.now;
-  // A short busy timeout: a write lock held by another process must not freeze the
-  // server (the store queues the gate's writes; /progress answers 503 and the plugin retries).
-  const store = new Store(openDatabase(dbPath, { busyTimeoutMs: 50 }), { now, log });
+  const store = new Store(openStore(dbPath, opts.dbPath ? "--db" : base.server.db ? "server.db" : null), {
+    now,
+    log,
+  });
   let live: LiveConfig;
   try {
     live = LiveConfig.create({ fileLayers: files.fileLayers, flags, overrides: store.knobOverrides(), log });
@@ -170,8 +206,6 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     });
   };
   let gate = buildGate(cfg());
-  if (cfg().server.upstream === null)
-    log("gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503");
 
   const app = createApp({
     store,
@@ -184,7 +218,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     now,
     afterIngest: delivery.afterIngest,
     adminApps: [notifierRoutes(notify.notifier), breakerRoutes(breaker)],
-    openApps: [adminRoutes({ log }), gateRoutes({ store })],
+    openApps: [adminRoutes({ log }), gateRoutes({ store, clientKeys, clientKeyHint, metrics: gateMetrics })],
     rejections,
     extraMetrics: () => [gateMetrics.render(), breaker.metrics()],
   });
@@ -209,6 +243,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const port = (server.address() as AddressInfo).port;
   const hostPart = host.includes(":") ? `[${host}]` : host;
   const url = `http://${hostPart}:${port}`;
+
+  // The router's own heartbeat; an outage before this start becomes an event.
+  const alive = startAliveMarks({ store, now, version: VERSION, log, intervalMs: opts.aliveMs });
 
   // Retention: prune at start, then periodically (at most hourly).
   const prune = () => {
@@ -288,9 +325,22 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   });
 
   // Paths and sources only: a token never goes to the log (the journal under systemd).
-  log(`stallguard ${VERSION} listening on ${url} (admin page: ${url}/admin)`);
+  log(`stallguard ${VERSION} listening on ${url}`);
+  log(
+    `admin page: ${url}/admin (it asks for the admin token: the file on the next line, or $STALLGUARD_ADMIN_TOKEN)`,
+  );
   for (const line of credentials.lines) log(line);
   log(`database: ${dbPath}`);
+  log(upstreamLine(base));
+  announceRouter({
+    env,
+    host,
+    port,
+    tokenEnv: base.plugin.token_env,
+    version: VERSION,
+    startedAt: now(),
+    log,
+  });
 
   let closing: Promise<void> | null = null;
   return {
@@ -305,6 +355,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
         unsubscribe();
         clearInterval(pruneTimer);
         clearInterval(blindTimer);
+        alive.stop();
         breaker.stop();
         await watchdog?.stop();
         await new Promise<void>((resolve) => {

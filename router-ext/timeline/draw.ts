@@ -89,13 +89,14 @@ function chart(
   ]);
 }
 
-/** The model drawn `width` pixels wide. */
-export function drawTimeline(m: TimelineModel, width = 900): SvgNode {
-  const left = 4;
-  const inner = width - 2 * left;
-  const span = Math.max(m.to - m.from, 1e-9);
-  const xOf = (v: number) => left + ((Math.min(Math.max(v, m.from), m.to) - m.from) / span) * inner;
-  const x = (v: number) => xOf(v).toFixed(1);
+/** Where a value sits on the axis, in pixels (xOf) and as SVG text (x). */
+interface Axis {
+  xOf: (v: number) => number;
+  x: (v: number) => string;
+}
+
+/** Verdict bands along the top, refusal spans under them. */
+function bandNodes(m: TimelineModel, { xOf, x }: Axis): SvgNode[] {
   const nodes: SvgNode[] = [];
   for (const b of m.bands)
     nodes.push(
@@ -117,14 +118,26 @@ export function drawTimeline(m: TimelineModel, width = 900): SvgNode {
         el("title", {}, [], s.title),
       ]),
     );
+  return nodes;
+}
+
+/** One tick per call or request, the failed ones in a path of their own. */
+function tickNodes(m: TimelineModel, { x }: Axis): SvgNode[] {
   let ticks = "";
   let failed = "";
   for (const t of m.ticks) {
     if (t.failed) failed += `M${x(t.at)} 18V34`;
     else ticks += `M${x(t.at)} 18V34`;
   }
+  const nodes: SvgNode[] = [];
   if (ticks) nodes.push(el("path", { d: ticks, stroke: "#607d8b", "stroke-width": 1 }));
   if (failed) nodes.push(el("path", { d: failed, stroke: "#8b0000", "stroke-width": 1.5 }));
+  return nodes;
+}
+
+/** Landed changes, recoveries, an admin's mark, and the dashed line at the first flag. */
+function markNodes(m: TimelineModel, { x }: Axis): SvgNode[] {
+  const nodes: SvgNode[] = [];
   const landed = m.marks.filter((k) => k.kind === "landed");
   // Landed marks in one path (there can be hundreds); the others, few, each with a title.
   if (landed.length)
@@ -150,22 +163,39 @@ export function drawTimeline(m: TimelineModel, width = 900): SvgNode {
         [el("title", {}, [], m.flag.title)],
       ),
     );
-  m.series.forEach((s, i) => {
-    nodes.push(chart(s, xOf, STRIP + i * CHART, width, xOf(m.to)));
-  });
-  const axisTop = STRIP + m.series.length * CHART;
-  for (const a of m.axis) {
+  return nodes;
+}
+
+/** The axis labels at `top`, kept inside the drawing at both ends. */
+function axisNodes(m: TimelineModel, { xOf }: Axis, top: number, width: number): SvgNode[] {
+  return m.axis.map((a) => {
     const ax = xOf(a.at);
     const anchor = ax < 40 ? "start" : ax > width - 40 ? "end" : "middle";
-    nodes.push(
-      el(
-        "text",
-        { x: ax.toFixed(1), y: axisTop + 10, "font-size": 10, fill: "#57606a", "text-anchor": anchor },
-        [],
-        a.text,
-      ),
+    return el(
+      "text",
+      { x: ax.toFixed(1), y: top + 10, "font-size": 10, fill: "#57606a", "text-anchor": anchor },
+      [],
+      a.text,
     );
-  }
+  });
+}
+
+/** The model drawn `width` pixels wide. */
+export function drawTimeline(m: TimelineModel, width = 900): SvgNode {
+  const left = 4;
+  const inner = width - 2 * left;
+  const span = Math.max(m.to - m.from, 1e-9);
+  const xOf = (v: number) => left + ((Math.min(Math.max(v, m.from), m.to) - m.from) / span) * inner;
+  const axis: Axis = { xOf, x: (v) => xOf(v).toFixed(1) };
+  const charts = m.series.map((s, i) => chart(s, xOf, STRIP + i * CHART, width, xOf(m.to)));
+  const axisTop = STRIP + m.series.length * CHART;
+  const nodes = [
+    ...bandNodes(m, axis),
+    ...tickNodes(m, axis),
+    ...markNodes(m, axis),
+    ...charts,
+    ...axisNodes(m, axis, axisTop, width),
+  ];
   const height = axisTop + (m.axis.length ? AXIS : 0);
   return el(
     "svg",

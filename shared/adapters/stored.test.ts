@@ -1,6 +1,6 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { besideRepo } from "../../test/helpers/beside-repo.ts";
 import { configSchema } from "../config.ts";
 import { SessionForest } from "../forest.ts";
 import { policyFromConfig } from "../policy.ts";
@@ -17,14 +17,14 @@ const ctx = {
   testPatterns: policy.testPatterns,
 };
 
-const CORPUS = fileURLToPath(new URL("../../../shared/corpus/real-trajectories", import.meta.url));
-const haveCorpus = existsSync(CORPUS);
-if (!haveCorpus) console.warn(`skipping real-shape tests: corpus not found at ${CORPUS}`);
+const real = besideRepo(["corpus", "real-trajectories"]);
+const CORPUS = real.path;
+const haveCorpus = real.present;
 
 const tools = (obs: Observation[]) =>
   obs.filter((o): o is ToolObservation => o.kind === "tool").map((o) => o.call);
 
-describe.skipIf(!haveCorpus)("stored adapter on real exported sessions", () => {
+describe.skipIf(!haveCorpus)(real.title("stored adapter on real exported sessions"), () => {
   const files = haveCorpus ? readdirSync(CORPUS).filter((f) => /^ses_.*\.json$/.test(f)) : [];
   const load = (f: string) =>
     JSON.parse(readFileSync(`${CORPUS}/${f}`, "utf8")) as {

@@ -511,7 +511,8 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
           401,
         );
       }
-      // One start wrote each file whole (the others read it), and no temporary file is left.
+      // One start wrote each file whole (the others read it), and no temporary file is left;
+      // router.json (how plugins find a router, rewritten by every start) is one start's, whole.
       for (const what of ["admin token", "plugin token", "gate client key (default)"])
         expect(
           starts.filter((p) => p.output().includes(`${what}: created`)),
@@ -521,7 +522,11 @@ describe("attacks on stallguard serve (real server, real SQLite file)", () => {
         "admin.token",
         "client.key",
         "plugin.token",
+        "router.json",
       ]);
+      expect(urls).toContain(
+        JSON.parse(readFileSync(join(d, "config", "stallguard", "router.json"), "utf8")).url,
+      );
     } finally {
       for (const p of starts) p.proc.kill("SIGTERM");
     }

@@ -2,7 +2,8 @@
 // SQLite file while four reporters post transitions concurrently; it is
 // killed with SIGKILL mid-stream and restarted on the same file. Everything
 // that was acknowledged (transitions, verdict counts, a tree refusal, a knob
-// override) must be there after the restart.
+// override) must be there after the restart, and the outage is on record
+// (/api/events router_events), as is the next one after a clean stop.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -171,16 +172,26 @@ describe("router durability", () => {
     while (acked.size < 400) await new Promise((r) => setTimeout(r, 5));
     const proc = child.proc;
     const exited = new Promise((r) => proc.once("exit", r));
+    const killedAt = Date.now();
     proc.kill("SIGKILL");
     await exited;
     killed = true;
     await Promise.all(running);
     expect(proc.signalCode).toBe("SIGKILL");
 
+    const restartedAt = Date.now();
     child = await spawnServe(dir, db, config);
     const events = (await (await fetch(`${child.url}/api/events?limit=10000`, { headers: auth })).json()) as {
       events: Array<{ session_id: string }>;
+      router_events: Array<{ kind: string; from: number; to: number; clean: boolean }>;
     };
+    // The outage is on record: from the killed run's last alive mark (its start here) to this start.
+    expect(events.router_events).toHaveLength(1);
+    const down = events.router_events[0];
+    expect(down).toMatchObject({ kind: "down", clean: false });
+    expect(down?.from).toBeLessThanOrEqual(killedAt);
+    expect(down?.to).toBeGreaterThanOrEqual(restartedAt);
+    expect(child.output()).toMatch(/router was down from \S+ to \S+ \(\d+s, ended without stopping\)/);
     const stored = new Set(events.events.map((e) => e.session_id));
     const lost = [...acked].filter((s) => !stored.has(s));
     expect(lost).toEqual([]);
@@ -199,5 +210,20 @@ describe("router durability", () => {
       knobs: Array<{ path: string; value: unknown }>;
     };
     expect(knobs.knobs.find((k) => k.path === "thresholds.top_warn")?.value).toBe(9);
+
+    // A clean stop (SIGTERM) and a start: the second outage begins at the stop itself.
+    const stopping = child.proc;
+    const stoppedAt = Date.now();
+    const gone = new Promise((r) => stopping.once("exit", r));
+    stopping.kill("SIGTERM");
+    await gone;
+    child = await spawnServe(dir, db, config);
+    const again = (await (await fetch(`${child.url}/api/events`, { headers: auth })).json()) as {
+      router_events: Array<{ from: number; to: number; clean: boolean }>;
+    };
+    expect(again.router_events).toHaveLength(2);
+    expect(again.router_events[0]?.clean).toBe(true);
+    expect(again.router_events[0]?.from).toBeGreaterThanOrEqual(stoppedAt);
+    expect(child.output()).toMatch(/router was down from \S+ to \S+ \(\d+s, stopped\)/);
   });
 });

@@ -47,6 +47,8 @@ describe("systemd user units", () => {
     expect(serve).toContain(`ExecStart="${process.execPath}" ${escapedBin} serve`);
     expect(tickSvc).toContain(`ExecStart="${process.execPath}" ${escapedBin} watchdog --once`);
     expect(tickSvc).toContain("Type=oneshot");
+    // serve writes router.json beside the token files (the watchdog only reads them).
+    expect(serve).toContain("ReadWritePaths=-%E/stallguard");
     expect(timer).toContain("OnUnitActiveSec=120s");
     expect(timer).toContain("Unit=stallguard-watchdog.service");
     for (const unit of [serve, tickSvc]) {

@@ -3,29 +3,26 @@
 // labels.json): with the shipped defaults every labelled loop is flagged and
 // no healthy run is, in each set and in both halves of the split, and the
 // audit's figures are the replay's.
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import type { CalibrateOptions, CalibrateOutcome } from "../../router-ext/calibrate/run.ts";
 import { median } from "../../shared/index.ts";
+import { besideRepo } from "../helpers/beside-repo.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
-const CORPORA = join(import.meta.dirname, "..", "..", "..", "shared", "corpus");
-const CORPUS = join(CORPORA, "real-trajectories");
-const CORPUS2 = join(CORPORA, "real-trajectories-2");
-const present = existsSync(CORPUS) && existsSync(CORPUS2);
-if (!present) {
-  console.warn(
-    `calibrate-corpus: skipped: the real-trajectories corpora are not under ${CORPORA} (expected as ../shared/corpus next to the repo)`,
-  );
-}
+const first = besideRepo(["corpus", "real-trajectories"]);
+const second = besideRepo(["corpus", "real-trajectories-2"]);
+const CORPUS = first.path;
+const CORPUS2 = second.path;
+const present = first.present && second.present;
 
 async function calibrate(extra: CalibrateOptions = {}) {
   const { out, err, ...outcome } = await calibrateCaptured({ exports: [CORPUS], json: true, ...extra });
   return { outcome, out, err };
 }
 
-describe.skipIf(!present)("the real-trajectories corpora", () => {
+describe.skipIf(!present)((first.present ? second : first).title("the real-trajectories corpora"), () => {
   let run: { outcome: CalibrateOutcome; out: string; err: string };
 
   test("every labelled loop is flagged and no healthy run is, per set and per half; the audit is the replay", async () => {

@@ -1,6 +1,6 @@
 // The fast sweep driver must agree with the core's own replay and sweep: it
 // only skips re-converting stored messages per candidate.
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { loadExports } from "../../router-ext/calibrate/sources.ts";
@@ -16,9 +16,11 @@ import {
   runSweep,
 } from "../../router-ext/calibrate/sweep.ts";
 import { evaluateCandidate, parseConfig, policyFromConfig, replay, sweep } from "../../shared/index.ts";
+import { besideRepo } from "../helpers/beside-repo.ts";
 
 const REPO = join(import.meta.dirname, "..", "..");
-const CORPUS = join(REPO, "..", "shared", "corpus", "real-trajectories");
+const real = besideRepo(["corpus", "real-trajectories"]);
+const CORPUS = real.path;
 const RECORDED = join(REPO, "test", "fixtures", "recorded");
 
 function defaults() {
@@ -70,7 +72,7 @@ describe("prepared replay agrees with shared/replay.ts", () => {
     expect(fast.earliest).toEqual(slow.proposed);
   });
 
-  test.skipIf(!existsSync(CORPUS))("agrees on the real corpus too", () => {
+  test.skipIf(!real.present)(real.title("agrees on the real corpus too"), () => {
     const corpus = loadExports([CORPUS]);
     const prep = prepare(corpus.sessions, policy);
     const candidate = { stall_turns: 2, dup_warn: 0.5 };

@@ -1,7 +1,7 @@
 // The CLI verbs called as functions with argv (router-ext/cli/run.ts): exit
 // codes, what they print, and serve's start and stop on a signal, with real
 // files, a real server on loopback and no process exit.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
@@ -42,6 +42,18 @@ describe("stallguard", () => {
     await expect.poll(() => /listening on (http:\S+)/.exec(t.out())?.[1]).toBeTruthy();
     const url = /listening on (http:\S+)/.exec(t.out())?.[1] as string;
     expect((await fetch(`${url}/health`)).status).toBe(200);
+    // What a plugin needs to find it: router.json beside plugin.token, 0600, no secret in it.
+    const link = join(tmp, ".config", "stallguard", "router.json");
+    await expect.poll(() => existsSync(link)).toBe(true);
+    expect(statSync(link).mode & 0o777).toBe(0o600);
+    const doc = JSON.parse(readFileSync(link, "utf8"));
+    expect(doc).toMatchObject({ url, token: { file: join(tmp, ".config", "stallguard", "plugin.token") } });
+    expect(readFileSync(link, "utf8")).not.toContain(readFileSync(doc.token.file, "utf8").trim());
+    expect(t.out()).toContain(`admin page: ${url}/admin (it asks for the admin token`);
+    expect(t.out()).toContain(`plugin link: ${link} says ${url}, token in ${doc.token.file}`);
+    expect(t.out()).toContain(
+      "gate: no upstream configured (--upstream or server.upstream); /v1/* answers 503",
+    );
     t.stop("SIGTERM");
     expect(await done).toBe(0);
     expect(t.err()).toContain("SIGTERM, shutting down");

@@ -3,21 +3,25 @@
 // tuning) with the thresholds from config/config.yaml: every
 // session labelled "loop" must be flagged, no "healthy" one may be. "unclear"
 // sessions are reported, not judged.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { formatConfigIssues, parseConfig } from "../../shared/config.ts";
 import { policyFromConfig } from "../../shared/policy.ts";
 import { type ReplayResult, type ReplaySession, replay } from "../../shared/replay.ts";
+import { type BesideRepo, besideRepo } from "../helpers/beside-repo.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CORPORA = [
-  ...["real-trajectories", "real-trajectories-2"].map((d) =>
-    fileURLToPath(new URL(`../../../shared/corpus/${d}`, import.meta.url)),
-  ),
+const CORPORA: BesideRepo[] = [
+  ...["real-trajectories", "real-trajectories-2"].map((d) => besideRepo(["corpus", d], "labels.json")),
   // in the repo: public runs the thresholds were never fitted to (its README has the sources)
-  fileURLToPath(new URL("../fixtures/external-trajectories", import.meta.url)),
+  inRepo(fileURLToPath(new URL("../fixtures/external-trajectories", import.meta.url))),
 ];
+
+/** A corpus committed in the repo: never skipped (a missing one fails the load). */
+function inRepo(path: string): BesideRepo {
+  return { path, shown: path, present: true, title: (name) => name };
+}
 
 interface LabelEntry {
   label: "loop" | "healthy" | "unclear";
@@ -51,13 +55,10 @@ function load(CORPUS: string) {
   return { policy, labels, sessions, alone, together };
 }
 
-for (const CORPUS of CORPORA) {
-  const have = existsSync(`${CORPUS}/labels.json`);
-  if (!have)
-    console.warn(
-      `skipping the corpus replay: ${CORPUS}/labels.json not found (the corpus sits beside the repo)`,
-    );
-  describe.skipIf(!have)(`${CORPUS.split("/").pop()} with the default thresholds`, () => {
+for (const corpus of CORPORA) {
+  const CORPUS = corpus.path;
+  const have = corpus.present;
+  describe.skipIf(!have)(corpus.title(`${CORPUS.split("/").pop()} with the default thresholds`), () => {
     const { labels, sessions, alone, together } = have ? load(CORPUS) : ({} as ReturnType<typeof load>);
     const byLabel = (l: LabelEntry["label"]) =>
       have ? sessions.filter((s) => labels[s.id]?.label === l) : [];

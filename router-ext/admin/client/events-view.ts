@@ -1,32 +1,62 @@
-// Recent verdict changes, newest first as the API returns them.
+// Recent verdict changes and the router's own outages, newest first.
+import { formatSpan } from "../../../shared/duration.ts";
 import { dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
-import type { EventRow } from "./schemas.ts";
+import type { EventRow, RouterEventRow } from "./schemas.ts";
 
-export function renderEvents(root: HTMLElement, events: EventRow[], problems: string[], now: number): void {
+function transitionRow(e: EventRow, now: number): HTMLElement {
+  return h(
+    "tr",
+    { "data-event-session": e.session_id },
+    h("td", { title: fmtTime(e.at) }, fmtAgo(e.at, now)),
+    h("td", { class: "sid" }, e.session_id),
+    h("td", { class: "sid" }, e.root_id ?? "-"),
+    h(
+      "td",
+      {},
+      `${e.previous ?? "?"} -> `,
+      h("span", { class: `v v-${e.verdict.replace(/[^a-z_]/g, "")}` }, e.verdict),
+    ),
+    h("td", {}, e.reason ?? "-"),
+    h("td", {}, e.source ?? "-"),
+  );
+}
+
+/** The router was down: agents going through the gate could not reach their model meanwhile. */
+function outageRow(r: RouterEventRow, now: number): HTMLElement {
+  const how = r.clean
+    ? "it was stopped"
+    : "it ended without stopping (crash, kill or power loss; from its last alive mark)";
+  return h(
+    "tr",
+    { "data-event-router": "down" },
+    h("td", { title: fmtTime(r.to) }, fmtAgo(r.to, now)),
+    h("td", {}, "-"),
+    h("td", {}, "-"),
+    h("td", { class: "warn" }, `router down ${formatSpan(r.to - r.from)}`),
+    h("td", {}, `from ${fmtTime(r.from)} to ${fmtTime(r.to)}; ${how}`),
+    h("td", {}, "router"),
+  );
+}
+
+export function renderEvents(
+  root: HTMLElement,
+  events: EventRow[],
+  problems: string[],
+  now: number,
+  outages: RouterEventRow[] = [],
+): void {
+  const rows = [
+    ...events.map((e) => ({ at: e.at, el: transitionRow(e, now) })),
+    ...outages.map((r) => ({ at: r.to, el: outageRow(r, now) })),
+  ].sort((a, b) => b.at - a.at);
   replace(
     root,
     problemList(problems),
     dataTable(
       "events",
       ["when", "session", "tree", "change", "reason", "source"],
-      events.map((e) =>
-        h(
-          "tr",
-          { "data-event-session": e.session_id },
-          h("td", { title: fmtTime(e.at) }, fmtAgo(e.at, now)),
-          h("td", { class: "sid" }, e.session_id),
-          h("td", { class: "sid" }, e.root_id ?? "-"),
-          h(
-            "td",
-            {},
-            `${e.previous ?? "?"} -> `,
-            h("span", { class: `v v-${e.verdict.replace(/[^a-z_]/g, "")}` }, e.verdict),
-          ),
-          h("td", {}, e.reason ?? "-"),
-          h("td", {}, e.source ?? "-"),
-        ),
-      ),
+      rows.map((r) => r.el),
       "no events yet",
     ),
   );

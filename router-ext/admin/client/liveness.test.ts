@@ -12,6 +12,17 @@ describe("liveness in the readout", () => {
     expect(pluginState({ plugin_live: false, plugin_version: "0.1.0" })).toBe("no");
   });
 
+  it("a plugin whose headers reach the gate while its reports do not is headers only", () => {
+    expect(
+      pluginState({ plugin_live: false, plugin_version: "0.1.0", plugin_headers: true, ended: false }),
+    ).toBe("headers only");
+    // Reports win over headers; an ended session's plugin ended with it.
+    expect(pluginState({ plugin_live: true, plugin_version: "0.1.0", plugin_headers: true })).toBe("live");
+    expect(
+      pluginState({ plugin_live: false, plugin_version: "0.1.0", plugin_headers: true, ended: true }),
+    ).toBe("ended");
+  });
+
   it("a tree is stopped when refused, ended when every session ended, else running", () => {
     expect(
       treeState([

@@ -6,13 +6,21 @@
 interface Live {
   plugin_live: boolean;
   plugin_version: string | null;
+  plugin_headers?: boolean | undefined;
   ended?: boolean | undefined;
 }
 
-/** The plugin of a session: live, ended with its opencode, or none heard from. */
-export function pluginState(r: Live): "live" | "ended" | "no" {
+export type PluginState = "live" | "headers only" | "ended" | "no";
+
+/**
+ * The plugin of a session: live (its reports arrive), ended with its opencode,
+ * headers only (the gate sees its headers but no report arrives: it reports
+ * elsewhere or cannot reach the router), or none heard from.
+ */
+export function pluginState(r: Live): PluginState {
   if (r.plugin_live) return "live";
-  return r.plugin_version !== null && r.ended === true ? "ended" : "no";
+  if (r.plugin_version !== null && r.ended === true) return "ended";
+  return r.plugin_headers === true ? "headers only" : "no";
 }
 
 /** A tree: stopped (refused), ended (every session in it ended), or running. */

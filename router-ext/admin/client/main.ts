@@ -12,6 +12,7 @@ import { fmtAgo, fmtTime } from "./format.ts";
 import { renderKnobs } from "./knobs-view.ts";
 import { exportLabels } from "./labels-export.ts";
 import { renderChannels, renderDeliveries } from "./notifier-view.ts";
+import { headersOnlyNote } from "./plugin-state.ts";
 import {
   channelSchema,
   deliverySchema,
@@ -23,6 +24,7 @@ import {
   knobsResponseSchema,
   listIn,
   parseRows,
+  routerEventSchema,
   sessionRowSchema,
 } from "./schemas.ts";
 import { loadSessionPage } from "./session-page.ts";
@@ -95,7 +97,7 @@ function showPrompt(message: string): void {
 
 function unauthorized(): void {
   showPrompt(
-    "401: the router rejected this admin token. Enter the current one (printed by stallguard serve).",
+    "401: the router rejected this admin token. Paste the current one: the admin.token file stallguard serve names at start (~/.config/stallguard/admin.token), or $STALLGUARD_ADMIN_TOKEN.",
   );
 }
 
@@ -208,7 +210,7 @@ async function refresh(): Promise<void> {
     if (gen !== generation) return;
     const now = Date.now();
     const h1 = health === undefined ? undefined : healthSchema.safeParse(health);
-    if (h1?.success) replace(el.health, watchdogLine(h1.data, now));
+    if (h1?.success) replace(el.health, watchdogLine(h1.data, now), headersOnlyNote(h1.data));
     else if (h1) errors.push(`health: ${h1.error.issues[0]?.message ?? "invalid"}`);
 
     if (sessions !== undefined) {
@@ -234,7 +236,9 @@ async function refresh(): Promise<void> {
     }
     if (events !== undefined) {
       const parsed = parseRows(listIn(events, "events") ?? [], eventSchema, "events");
-      renderEvents(el.events, parsed.rows, parsed.problems, now);
+      const outageList = Array.isArray(events) ? [] : (listIn(events, "router_events") ?? []);
+      const outages = parseRows(outageList, routerEventSchema, "router_events");
+      renderEvents(el.events, parsed.rows, [...parsed.problems, ...outages.problems], now, outages.rows);
     }
     if (deliveries !== undefined) {
       const list = deliveries === null ? null : listIn(deliveries, "deliveries");
@@ -349,7 +353,9 @@ async function boot(): Promise<void> {
   const token = fromFragment ?? (await store.load());
   if (token) await start(token);
   else
-    showPrompt("no admin token stored: open the admin URL printed by stallguard serve, or paste the token");
+    showPrompt(
+      "no admin token stored: paste the one in the admin.token file stallguard serve names at start (~/.config/stallguard/admin.token), or $STALLGUARD_ADMIN_TOKEN",
+    );
 }
 
 void boot();

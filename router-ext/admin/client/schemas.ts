@@ -18,7 +18,9 @@ export {
   knobViewSchema as knobSchema,
   listIn,
   parseRows,
+  type RouterEventView as RouterEventRow,
   type RowsResult,
+  routerEventViewSchema as routerEventSchema,
   type SessionView as SessionRow,
   sessionViewSchema as sessionRowSchema,
 } from "../../api/schemas.ts";

@@ -10,6 +10,7 @@ import { evidenceRows } from "./evidence.ts";
 import { fmtAgo, fmtInt, fmtTime, fmtUsd } from "./format.ts";
 import { pluginState } from "./liveness.ts";
 import { markButtons, markWords, wasFlagged } from "./mark-words.ts";
+import { PLUGIN_TITLE } from "./plugin-state.ts";
 import { actionsOf, sessionTimeline } from "./session-history.ts";
 import { svgElement } from "./svg-dom.ts";
 import { viewHash } from "./views.ts";
@@ -72,7 +73,14 @@ function facts(d: SessionDetail): HTMLElement {
         `${s.ended ? "ended" : "running"}, last heard ${fmtAgo(s.last_seen_at, d.now)}`,
       ),
     ],
-    ["plugin", `${plugin === "no" ? "not live" : plugin}${s.plugin_version ? ` ${s.plugin_version}` : ""}`],
+    [
+      "plugin",
+      h(
+        "span",
+        { class: plugin === "headers only" ? "warn" : "", title: PLUGIN_TITLE[plugin] },
+        `${plugin === "no" ? "not live" : plugin}${s.plugin_version ? ` ${s.plugin_version}` : ""}`,
+      ),
+    ],
     [
       "gate",
       s.refused ? h("span", { class: "refused" }, `refused (${s.stopped_by ?? "?"})`) : "lets it through",

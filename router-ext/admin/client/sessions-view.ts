@@ -7,6 +7,7 @@ import { button, h, replace } from "./dom.ts";
 import { fmtAgo, fmtInt, fmtTime, fmtUsd, toMs } from "./format.ts";
 import { pluginState, treeState } from "./liveness.ts";
 import { markWords, wasFlagged } from "./mark-words.ts";
+import { PLUGIN_TITLE } from "./plugin-state.ts";
 import type { SessionRow } from "./schemas.ts";
 import { groupTrees, type Tree, treeOrder, verdictRank } from "./trees.ts";
 import { viewHash } from "./views.ts";
@@ -85,7 +86,11 @@ function pluginCell(r: SessionRow, serverVersion: string | null): HTMLTableCellE
   const state = pluginState(r);
   return h(
     "td",
-    { class: state === "live" ? "live" : "dead", "data-plugin": state },
+    {
+      class: state === "live" ? "live" : state === "headers only" ? "warn" : "dead",
+      "data-plugin": state,
+      title: PLUGIN_TITLE[state],
+    },
     state,
     r.plugin_version ? ` ${r.plugin_version}` : "",
     stale ? h("span", { class: "stale", title: `router is ${serverVersion}` }, " (stale)") : null,

@@ -29,7 +29,10 @@ export interface SessionRow {
   top_target_count: number;
   source: SessionSource;
   plugin_version: string | null;
+  /** The last report (transition or heartbeat) from a plugin. */
   plugin_seen_at: number | null;
+  /** The last model request through the gate that carried the plugin's headers. */
+  plugin_headers_at: number | null;
   first_seen_at: number;
   last_seen_at: number;
   /** The reporter's current figures; null until a plugin sends them. */
@@ -148,8 +151,9 @@ function listSql(where: string, tail: string): string {
        ${where} ${tail}`;
 }
 
-export function sessionsTable(db: Database.Database) {
-  const q = {
+/** Every statement the sessions table runs, prepared once. */
+function sessionStatements(db: Database.Database) {
+  return {
     get: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
     insert: db.prepare(
       `INSERT INTO sessions (session_id, parent_id, root_id, agent, verdict, worst, source, first_seen_at, last_seen_at)
@@ -164,6 +168,9 @@ export function sessionsTable(db: Database.Database) {
       `UPDATE sessions SET plugin_version = ?, plugin_seen_at = MAX(COALESCE(plugin_seen_at, 0), ?),
          source = CASE WHEN source = 'gate' THEN 'plugin' ELSE source END
        WHERE session_id = ?`,
+    ),
+    headers: db.prepare(
+      "UPDATE sessions SET plugin_version = ?, plugin_headers_at = MAX(COALESCE(plugin_headers_at, 0), ?) WHERE session_id = ?",
     ),
     verdict: db.prepare(
       `UPDATE sessions SET verdict = @verdict, reason = @reason, report = @report, verdict_at = @at,
@@ -218,52 +225,56 @@ export function sessionsTable(db: Database.Database) {
          AND session_id NOT IN (SELECT key FROM refusals WHERE scope = 'session' AND state = 'stopped')`,
     ),
   };
+}
+type Statements = ReturnType<typeof sessionStatements>;
+
+/**
+ * Inserts or updates a session's identity; returns the row as it was (undefined: new).
+ * When a session that was its own root learns a parent, every session filed
+ * under it moves to the new root, so a tree learnt bottom-up ends up under one root.
+ */
+function learnIdentity(q: Statements, id: Identity, now: number): SessionRow | undefined {
+  const existing = q.get.get(id.session_id);
+  const parentRoot =
+    id.parent_id !== null && id.parent_id !== id.session_id
+      ? (q.get.get(id.parent_id)?.root_id ?? id.parent_id)
+      : null;
+  const root = id.root_id ?? parentRoot ?? existing?.root_id ?? id.session_id;
+  if (!existing) {
+    q.insert.run({
+      session_id: id.session_id,
+      parent_id: id.parent_id,
+      root_id: root,
+      agent: id.agent,
+      verdict: id.verdict ?? "ok",
+      source: id.source,
+      now,
+    });
+    if (root !== id.session_id) q.reroot.run(root, id.session_id, id.session_id);
+    return undefined;
+  }
+  q.identity.run({
+    session_id: id.session_id,
+    parent_id: id.parent_id,
+    root_id: root,
+    agent: id.agent,
+    now,
+  });
+  if (root !== existing.root_id && root !== id.session_id) q.reroot.run(root, id.session_id, id.session_id);
+  return existing;
+}
+
+/** What reports and admin actions write: identity, plugin contact, verdicts, figures, stages. */
+function sessionWrites(q: Statements) {
   return {
-    get(sessionId: string): SessionRow | undefined {
-      return q.get.get(sessionId);
-    },
-    rootOf(sessionId: string): string {
-      return q.get.get(sessionId)?.root_id ?? sessionId;
-    },
-    /**
-     * Inserts or updates a session's identity; returns the row as it was (undefined: new).
-     * When a session that was its own root learns a parent, every session filed
-     * under it moves to the new root, so a tree learnt bottom-up ends up under one root.
-     */
-    learn(id: Identity, now: number): SessionRow | undefined {
-      const existing = q.get.get(id.session_id);
-      const parentRoot =
-        id.parent_id !== null && id.parent_id !== id.session_id
-          ? (q.get.get(id.parent_id)?.root_id ?? id.parent_id)
-          : null;
-      const root = id.root_id ?? parentRoot ?? existing?.root_id ?? id.session_id;
-      if (!existing) {
-        q.insert.run({
-          session_id: id.session_id,
-          parent_id: id.parent_id,
-          root_id: root,
-          agent: id.agent,
-          verdict: id.verdict ?? "ok",
-          source: id.source,
-          now,
-        });
-        if (root !== id.session_id) q.reroot.run(root, id.session_id, id.session_id);
-        return undefined;
-      }
-      q.identity.run({
-        session_id: id.session_id,
-        parent_id: id.parent_id,
-        root_id: root,
-        agent: id.agent,
-        now,
-      });
-      if (root !== existing.root_id && root !== id.session_id)
-        q.reroot.run(root, id.session_id, id.session_id);
-      return existing;
-    },
+    learn: (id: Identity, now: number) => learnIdentity(q, id, now),
     /** A plugin reported the session (plugin_live reads plugin_seen_at). */
     pluginSeen(sessionId: string, version: string, at: number): void {
       q.plugin.run(version, at, sessionId);
+    },
+    /** The gate saw the plugin's headers on the session's request (loaded, not necessarily reporting). */
+    headersSeen(sessionId: string, version: string, at: number): void {
+      q.headers.run(version, at, sessionId);
     },
     setVerdict(u: VerdictUpdate): void {
       q.verdict.run(u);
@@ -289,6 +300,25 @@ export function sessionsTable(db: Database.Database) {
     },
     touch(sessionId: string, at: number): void {
       q.touch.run(at, sessionId);
+    },
+    /** A resumed tree (or session) no longer shows the hard stop's stage. */
+    clearStopped(scope: "tree" | "session", key: string): void {
+      (scope === "tree" ? q.clearTreeStage : q.clearStage).run(key);
+    },
+    prune(cutoff: number): number {
+      return q.prune.run({ cutoff }).changes;
+    },
+  };
+}
+
+/** What the admin page, the API and /metrics read. */
+function sessionReads(q: Statements) {
+  return {
+    get(sessionId: string): SessionRow | undefined {
+      return q.get.get(sessionId);
+    },
+    rootOf(sessionId: string): string {
+      return q.get.get(sessionId)?.root_id ?? sessionId;
     },
     list(limit: number): SessionListRow[] {
       return q.list.all(limit);
@@ -322,13 +352,11 @@ export function sessionsTable(db: Database.Database) {
       for (const r of q.byVerdict.all()) out[r.verdict] = r.n;
       return out;
     },
-    /** A resumed tree (or session) no longer shows the hard stop's stage. */
-    clearStopped(scope: "tree" | "session", key: string): void {
-      (scope === "tree" ? q.clearTreeStage : q.clearStage).run(key);
-    },
-    prune(cutoff: number): number {
-      return q.prune.run({ cutoff }).changes;
-    },
   };
+}
+
+export function sessionsTable(db: Database.Database) {
+  const q = sessionStatements(db);
+  return { ...sessionReads(q), ...sessionWrites(q) };
 }
 export type SessionsTable = ReturnType<typeof sessionsTable>;

@@ -1,0 +1,85 @@
+// plugin_links: the plugin processes the gate heard from (their headers on
+// model requests), where each reports and whether its last delivery failed;
+// joined with plugin_instances (their heartbeats) it tells a plugin that
+// reports from one that only sends headers. No content: ids, a URL, a state.
+import type Database from "better-sqlite3";
+
+export interface PluginLinkSeen {
+  instance_id: string;
+  plugin_version: string;
+  report_url: string | null;
+  report_state: string | null;
+}
+
+export interface PluginLinkRow extends PluginLinkSeen {
+  first_at: number;
+  last_at: number;
+  /** The instance's last heartbeat, or null when none arrived. */
+  reported_at: number | null;
+}
+
+export function pluginLinksTable(db: Database.Database) {
+  const upsert = db.prepare(
+    `INSERT INTO plugin_links (instance_id, plugin_version, report_url, report_state, first_at, last_at)
+     VALUES (@instance_id, @plugin_version, @report_url, @report_state, @now, @now)
+     ON CONFLICT(instance_id) DO UPDATE SET plugin_version = excluded.plugin_version,
+       report_url = excluded.report_url, report_state = excluded.report_state,
+       last_at = MAX(last_at, excluded.last_at)`,
+  );
+  const since = db.prepare<[number], PluginLinkRow>(
+    `SELECT l.*, p.last_seen_at AS reported_at FROM plugin_links l
+     LEFT JOIN plugin_instances p ON p.instance_id = l.instance_id
+     WHERE l.last_at >= ? ORDER BY l.last_at DESC LIMIT 100`,
+  );
+  const prune = db.prepare("DELETE FROM plugin_links WHERE last_at < ?");
+  return {
+    seen(link: PluginLinkSeen, now: number): void {
+      upsert.run({ ...link, now });
+    },
+    /** The plugin processes whose headers the gate saw since `at`, newest first, with their last heartbeat. */
+    since(at: number): PluginLinkRow[] {
+      return since.all(at);
+    },
+    prune(cutoff: number): number {
+      return prune.run(cutoff).changes;
+    },
+  };
+}
+export type PluginLinksTable = ReturnType<typeof pluginLinksTable>;
+
+/** One plugin process that sends headers through the gate but whose reports do not arrive. */
+export interface HeadersOnlyView {
+  instance_id: string;
+  version: string;
+  report_url: string | null;
+  report_state: string | null;
+  last_headers_at: number;
+}
+
+/**
+ * The plugin processes that send headers and do not report: headers within
+ * the live window, no heartbeat from the same process within it, and either
+ * the plugin says its deliveries fail or its headers have come for longer
+ * than one heartbeat period (a reporting plugin sends one on start).
+ */
+export function headersOnly(
+  rows: readonly PluginLinkRow[],
+  o: { now: number; liveWindowMs: number; heartbeatMs: number },
+): HeadersOnlyView[] {
+  const since = o.now - o.liveWindowMs;
+  return rows
+    .filter(
+      (r) =>
+        r.last_at >= since &&
+        (r.reported_at === null || r.reported_at < since) &&
+        (r.report_state === "failing" || o.now - r.first_at > o.heartbeatMs),
+    )
+    .slice(0, 20)
+    .map((r) => ({
+      instance_id: r.instance_id,
+      version: r.plugin_version,
+      report_url: r.report_url,
+      report_state: r.report_state,
+      last_headers_at: r.last_at,
+    }));
+}

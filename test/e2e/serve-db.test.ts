@@ -1,0 +1,121 @@
+// `stallguard serve --db` (the built CLI, a real process) on what is not
+// stallguard's to use: a folder, the opencode.db a real `opencode run` wrote,
+// and a database URL. Each exits non-zero with a message naming the path, and
+// each is left exactly as it was: mode and bytes, no tables, no -wal or -shm.
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
+import { REPO, runOpencode } from "../helpers/opencode.ts";
+import { QUIET_LOCAL_YAML } from "../helpers/test-router.ts";
+
+const CLI = join(REPO, "dist", "stallguard.mjs");
+
+describe("stallguard serve --db refuses what is not its own database", () => {
+  let tmp: string;
+  let model: ModelServer;
+  let opencodeDb: string;
+  let cleanupRun: () => void = () => {};
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "sg-serve-db-"));
+    writeFileSync(join(tmp, "local.yaml"), QUIET_LOCAL_YAML);
+    model = await startModelServer({ script: () => ({ kind: "text", text: "hello" }) });
+    const run = await runOpencode({ modelUrl: model.url, message: "say hi", timeoutMs: 90_000 });
+    cleanupRun = run.cleanup;
+    expect(run.code, run.stderr).toBe(0);
+    opencodeDb = run.dbPath;
+    chmodSync(opencodeDb, 0o644);
+  }, 120_000);
+  afterAll(async () => {
+    cleanupRun();
+    await model?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** serve as a user runs it; a serve that does start is stopped after 10 s (and fails the test). */
+  function serve(db: string) {
+    const r = spawnSync(
+      "node",
+      [CLI, "serve", "--port", "0", "--config", join(tmp, "local.yaml"), "--db", db],
+      {
+        cwd: tmp,
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(tmp, "home") },
+        encoding: "utf8",
+        timeout: 10_000,
+      },
+    );
+    return { code: r.status, out: `${r.stdout}${r.stderr}` };
+  }
+
+  const state = (path: string) => {
+    const st = statSync(path);
+    return {
+      mode: (st.mode & 0o7777).toString(8),
+      bytes: st.isFile() ? readFileSync(path).toString("base64") : readdirSync(path).sort().join(","),
+      // opencode leaves its -wal and -shm behind: those are compared byte for byte too.
+      companions: ["-wal", "-shm", "-journal"]
+        .filter((s) => existsSync(`${path}${s}`))
+        .map((s) => `${s}:${readFileSync(`${path}${s}`).toString("base64")}`),
+    };
+  };
+
+  test("a folder: exit 1, the message names it, its mode and content unchanged", () => {
+    const folder = join(tmp, "a-folder");
+    mkdirSync(folder);
+    writeFileSync(join(folder, "keep.txt"), "mine\n");
+    chmodSync(folder, 0o755);
+    const before = state(folder);
+    const r = serve(folder);
+    expect(r.code, r.out).toBe(1);
+    expect(r.out).toContain(
+      `stallguard serve: cannot start: --db (stallguard's own store, not opencode's database; that one is calibrate --db): ${folder} is a folder; give a file path, e.g. ${join(folder, "stallguard.db")}; it was left as it was`,
+    );
+    expect(state(folder)).toEqual(before);
+    expect(before.mode).toBe("755");
+  });
+
+  test("the opencode.db a real opencode run wrote: exit 1 naming its tables, not a byte changed", () => {
+    const before = state(opencodeDb);
+    const r = serve(opencodeDb);
+    expect(r.code, r.out).toBe(1);
+    expect(r.out).toContain(`${opencodeDb} is a SQLite database that is not stallguard's (it holds`);
+    expect(r.out).toMatch(/it holds \d+ other table\(s\): \w+, \w+/);
+    expect(state(opencodeDb)).toEqual(before);
+    expect(before.mode).toBe("644");
+  });
+
+  test("a database URL: exit 1, says it is not supported yet, creates nothing", () => {
+    const before = readdirSync(tmp).sort();
+    const r = serve("postgres://stallguard@db.example:5432/stallguard");
+    expect(r.code, r.out).toBe(1);
+    expect(r.out).toContain(
+      "postgres://stallguard@db.example:5432/stallguard is a database URL; stallguard's store is a SQLite file path (database servers are not supported yet)",
+    );
+    expect(readdirSync(tmp).sort()).toEqual(before);
+    expect(existsSync(join(tmp, "postgres:"))).toBe(false);
+  });
+
+  test("--help says which database each --db is", () => {
+    const help = (verb: string) =>
+      spawnSync("node", [CLI, verb, "--help"], { encoding: "utf8", cwd: tmp }).stdout.replace(/\s+/g, " ");
+    expect(help("serve")).toContain(
+      "stallguard's own SQLite store (not opencode's database: that is calibrate --db)",
+    );
+    expect(help("calibrate")).toContain(
+      "opencode's database (opencode.db) to replay, read-only; not stallguard's own store (serve --db)",
+    );
+  });
+});
