@@ -110,12 +110,23 @@ export function prng(seed: number): () => number {
 
 const hex = (n: number, w: number) => n.toString(16).padStart(w, "0");
 
+export interface SyntheticOptions {
+  /** Every `loopEvery`-th session is a read loop. */
+  loopEvery?: number;
+  /**
+   * Each assistant message holds the parts opencode writes around its tool call
+   * (step-start, the tool, step-finish with the step's tokens, a patch part
+   * after an edit) instead of the tool part alone.
+   */
+  steps?: boolean;
+}
+
 /**
  * One synthetic session of `calls` tool calls, one assistant message per call,
  * in opencode's stored shape. Healthy sessions read, edit with a diff and run
  * tests; looping ones (every `loopEvery`-th session) re-read one file.
  */
-export function syntheticSession(index: number, calls: number, opts: { loopEvery?: number } = {}): ExportDoc {
+export function syntheticSession(index: number, calls: number, opts: SyntheticOptions = {}): ExportDoc {
   const rand = prng(index + 1);
   const id = `ses_${hex(index, 8)}bench`;
   const dir = "/PROJECT_DIR";
@@ -186,6 +197,15 @@ export function syntheticSession(index: number, calls: number, opts: { loopEvery
       };
     }
     (part.state as Rec).time = { start: t - 500, end: t };
+    const tokens = { input: 2000 + c * 10, output: 40, reasoning: 0, cache: { read: 1500, write: 0 } };
+    const toolPart: Rec = {
+      id: `prt_${hex(index, 8)}${hex(c, 6)}`,
+      sessionID: id,
+      messageID: mid,
+      type: "tool",
+      callID: `call_${c}`,
+      ...part,
+    };
     messages.push({
       info: {
         id: mid,
@@ -196,20 +216,11 @@ export function syntheticSession(index: number, calls: number, opts: { loopEvery
         providerID: "fake",
         modelID: "loop",
         cost: 0.001,
-        tokens: { input: 2000 + c * 10, output: 40, reasoning: 0, cache: { read: 1500, write: 0 } },
+        tokens,
         time: { created: t - 1500, completed: t },
         finish: "tool-calls",
       },
-      parts: [
-        {
-          id: `prt_${hex(index, 8)}${hex(c, 6)}`,
-          sessionID: id,
-          messageID: mid,
-          type: "tool",
-          callID: `call_${c}`,
-          ...part,
-        },
-      ],
+      parts: opts.steps ? stepParts(toolPart, tokens) : [toolPart],
     });
   }
   return {
@@ -223,11 +234,27 @@ export function syntheticSession(index: number, calls: number, opts: { loopEvery
   };
 }
 
+/** The parts opencode writes for one step that made one tool call (see test/fixtures/recorded). */
+function stepParts(tool: Rec, tokens: Rec): Rec[] {
+  const ref = { sessionID: tool.sessionID, messageID: tool.messageID };
+  const snapshot = "6abbc56a7cf9801267edefa71ea4ccb6edbc466a";
+  const out: Rec[] = [
+    { ...ref, id: `${tool.id}0`, type: "step-start", snapshot },
+    { ...tool, id: `${tool.id}1` },
+    { ...ref, id: `${tool.id}2`, type: "step-finish", reason: "tool-calls", snapshot, tokens, cost: 0.001 },
+  ];
+  if (tool.tool === "edit") {
+    const filePath = ((tool.state as Rec).input as Rec).filePath;
+    out.push({ ...ref, id: `${tool.id}3`, type: "patch", hash: snapshot, files: [filePath] });
+  }
+  return out;
+}
+
 /** `sessions` synthetic sessions of `callsPerSession` calls each. */
 export function* syntheticSessions(
   sessions: number,
   callsPerSession: number,
-  opts: { loopEvery?: number } = {},
+  opts: SyntheticOptions = {},
 ): Generator<ExportDoc> {
   for (let i = 0; i < sessions; i++) yield syntheticSession(i, callsPerSession, opts);
 }

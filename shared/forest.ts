@@ -74,8 +74,10 @@ export class SessionForest {
   /** Ancestors nearest first, guarded against cycles. */
   ancestors(sessionId: string): string[] {
     const out: string[] = [];
-    const seen = new Set([sessionId]);
     let cur = this.parentOf(sessionId);
+    // A root (most observations) allocates no set.
+    if (!cur) return out;
+    const seen = new Set([sessionId]);
     while (cur && !seen.has(cur) && out.length < MAX_DEPTH) {
       out.push(cur);
       seen.add(cur);
@@ -124,9 +126,12 @@ export class SessionForest {
   }
 
   private ancestorTrackers(sessionId: string): SessionTracker[] {
-    return this.ancestors(sessionId)
-      .map((id) => this.trackers.get(id))
-      .filter((t): t is SessionTracker => t !== undefined);
+    const out: SessionTracker[] = [];
+    for (const id of this.ancestors(sessionId)) {
+      const t = this.trackers.get(id);
+      if (t) out.push(t);
+    }
+    return out;
   }
 
   observe(obs: Observation): ObserveResult {
@@ -180,27 +185,30 @@ export class SessionForest {
   /** Re-judges a session and its ancestors; returns the ones whose verdict changed. */
   reevaluate(sessionId: string, at: number): VerdictChange[] {
     const changes: VerdictChange[] = [];
-    const rootId = this.rootOf(sessionId);
-    for (const id of [sessionId, ...this.ancestors(sessionId)]) {
-      const t = this.trackers.get(id);
-      if (!t) continue;
-      const signals = t.signals();
-      const j = t.evaluate(signals);
-      if (j.verdict !== t.lastVerdict.verdict) {
-        changes.push({
-          sessionId: id,
-          parentId: this.parentOf(id),
-          rootId,
-          agent: t.agent,
-          previous: t.lastVerdict.verdict,
-          verdict: j.verdict,
-          reason: j.reason,
-          signals,
-          at,
-        });
-      }
-      t.lastVerdict = j;
-    }
+    this.rejudge(sessionId, sessionId, at, changes);
+    for (const id of this.ancestors(sessionId)) this.rejudge(id, sessionId, at, changes);
     return changes;
+  }
+
+  /** Re-judges one session; a changed verdict goes to `changes` (its root found only then: this runs per observation). */
+  private rejudge(id: string, observed: string, at: number, changes: VerdictChange[]): void {
+    const t = this.trackers.get(id);
+    if (!t) return;
+    const signals = t.signals();
+    const j = t.evaluate(signals);
+    if (j.verdict !== t.lastVerdict.verdict) {
+      changes.push({
+        sessionId: id,
+        parentId: this.parentOf(id),
+        rootId: this.rootOf(observed),
+        agent: t.agent,
+        previous: t.lastVerdict.verdict,
+        verdict: j.verdict,
+        reason: j.reason,
+        signals,
+        at,
+      });
+    }
+    t.lastVerdict = j;
   }
 }

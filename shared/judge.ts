@@ -31,6 +31,11 @@ export function sinceLanded(s: Signals): number {
   return s.turns > 0 ? s.turnsSinceLanded : s.callsSinceLanded;
 }
 
+/** Whether the stretch without a landed change is long or costly enough for this level (not a closure: this runs per observation). */
+function stalled(since: number, usd: number, lvl: Level): boolean {
+  return since >= lvl.turns || (lvl.usd > 0 && usd >= lvl.usd);
+}
+
 function judgeWorker(s: Signals, t: Thresholds): Judgement {
   const since = sinceLanded(s);
   const usd = s.usdSinceLanded;
@@ -52,13 +57,12 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
     cycle: t.cycle_warn,
     flip: t.flip_warn,
   };
-  const stalled = (lvl: Level) => since >= lvl.turns || (lvl.usd > 0 && usd >= lvl.usd);
-  if (stalled(loopLvl)) {
+  if (stalled(since, usd, loopLvl)) {
     const why = repetition(s, t, loopLvl);
     if (why) return { verdict: "looping", reason: why };
   }
   if (s.cumRepeat && s.cumRepeat.count >= t.cum_loop) return { verdict: "looping", reason: "whole_session" };
-  if (stalled(warnLvl)) {
+  if (stalled(since, usd, warnLvl)) {
     const why = repetition(s, t, warnLvl);
     if (why) return { verdict: "stalling", reason: why };
   }

@@ -22,12 +22,15 @@ const VOLATILE: ReadonlyArray<{ needs: string | null; re: RegExp; to: string }> 
   { needs: "sh: line", re: /\b(?:ba|z)?sh: line \d+:/g, to: "sh: line N:" },
 ];
 
+/** An id-like match is masked from 8 characters on (hoisted: not a closure per call). */
+const maskId = (m: string): string => (m.length < 8 ? m : "<id>");
+
 /** The text with its volatile parts masked; a rule is skipped when the text cannot match it. */
 export function maskVolatile(text: string): string {
   let out = text;
   for (const { needs, re, to } of VOLATILE) {
     if (needs !== null && !out.includes(needs)) continue;
-    out = to === "<id>" ? out.replace(re, (m) => (m.length < 8 ? m : to)) : out.replace(re, to);
+    out = to === "<id>" ? out.replace(re, maskId) : out.replace(re, to);
   }
   return out;
 }

@@ -52,17 +52,36 @@ export interface ReplayResult {
  */
 export { treesOf } from "./session-tree.ts";
 
-/** The sessions' observations merged by time, so children roll up into parents in order. */
+/**
+ * The sessions' observations merged by time, so children roll up into parents
+ * in order; equal times keep input order (session, then position). Sessions
+ * are concatenated in input order and sorted stably by time alone, which is
+ * that order, and a list already in time order (one session, mostly) is not
+ * sorted at all.
+ */
 export function mergedObservations(sessions: readonly ReplaySession[], policy: Policy): Observation[] {
-  const all = sessions.flatMap((s, si) =>
-    observationsFromMessages({ id: s.id, parentId: s.parentId, directory: s.directory ?? null }, s.messages, {
-      testPatterns: policy.testPatterns,
-      continuationMarkers: policy.continuationMarkers,
-    }).map((obs, i) => ({ obs, si, i })),
-  );
-  const timeOf = (o: Observation) => (o.kind === "tool" ? o.call.time : o.time);
-  all.sort((a, b) => timeOf(a.obs) - timeOf(b.obs) || a.si - b.si || a.i - b.i);
-  return all.map((x) => x.obs);
+  const opts = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+  let all: Observation[] = [];
+  for (const s of sessions) {
+    const obs = observationsFromMessages(
+      { id: s.id, parentId: s.parentId, directory: s.directory ?? null },
+      s.messages,
+      opts,
+    );
+    if (all.length === 0) all = obs;
+    else for (const o of obs) all.push(o);
+  }
+  for (let i = 1; i < all.length; i++) {
+    if (timeOf(all[i] as Observation) < timeOf(all[i - 1] as Observation)) {
+      all.sort((a, b) => timeOf(a) - timeOf(b));
+      break;
+    }
+  }
+  return all;
+}
+
+function timeOf(o: Observation): number {
+  return o.kind === "tool" ? o.call.time : o.time;
 }
 
 /** One tree ready to run: its sessions and their observations merged by time. */
@@ -154,8 +173,9 @@ export function replay(
   opts: { timeline?: boolean } = {},
 ): ReplayResult[] {
   const results = new Map<string, ReplayResult>();
-  for (const tree of prepare(sessions, policy).trees) {
-    for (const r of replayTree(tree, policy, opts)) results.set(r.id, r);
+  // Tree by tree, so only one tree's observations are held at a time.
+  for (const tree of treesOf(sessions)) {
+    for (const r of replayTree(prepareTree(tree, policy), policy, opts)) results.set(r.id, r);
   }
   return sessions.map((s) => results.get(s.id) as ReplayResult);
 }

@@ -68,6 +68,11 @@ const RO_CLEAR_RUN = 5;
  */
 const WEAK = 0.25;
 
+/** A repeat worth reporting (seen more than once); module level, not a closure per signals() call. */
+function repeat(label: Label | undefined, count: number): RepeatInfo | null {
+  return label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
+}
+
 export class SessionTracker {
   parentId: string | null;
   agent: string;
@@ -310,17 +315,14 @@ export class SessionTracker {
     const topSame = maxEntry(this.sameCount);
     const streak = this.streaks.max();
     const cum = this.cumSinceLanded.max();
-    const labelOf = (key: string | undefined): Label | undefined => (key ? this.labels.get(key) : undefined);
-    const topLabel = labelOf(topNfp?.[0]);
-    const repeat = (label: Label | undefined, count: number): RepeatInfo | null =>
-      label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
+    const topLabel = this.labelOf(topNfp?.[0]);
     this.cached = {
       failStreak: streak?.count ?? 0,
-      failTarget: streak ? (labelOf(streak.nfp)?.target ?? null) : null,
+      failTarget: streak ? (this.labelOf(streak.nfp)?.target ?? null) : null,
       topTarget: topTarget ? (topTarget[0].split("\u0000")[1] ?? null) : null,
       topTargetCount: topTarget?.[1] ?? 0,
       topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
-      topSame: topSame ? repeat(labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
+      topSame: topSame ? repeat(this.labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
       cumRepeat: cum ? repeat(cum.label, cum.count) : null,
       cycle: this.cycle.current(),
       mostRepeated: this.sessionTop
@@ -330,6 +332,10 @@ export class SessionTracker {
     };
     this.cachedAt = this.windowVersion;
     return this.cached;
+  }
+
+  private labelOf(key: string | undefined): Label | undefined {
+    return key ? this.labels.get(key) : undefined;
   }
 
   signals(): Signals {

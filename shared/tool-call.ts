@@ -66,6 +66,13 @@ export interface RawToolCall {
 
 type Args = Rec;
 
+/**
+ * Every metadata key this file reads (exit, the edit's diff, the patch's files,
+ * write's exists and filepath). A loader that holds many sessions keeps only
+ * these (shared/adapters/stored.ts storedPart): a key read here must be listed.
+ */
+export const TOOL_METADATA_KEYS: readonly string[] = ["exit", "diff", "files", "exists", "filepath"];
+
 const READ_TOOLS = new Set(["read", "view", "cat"]);
 const EDIT_TOOLS = new Set(["edit", "multiedit", "str_replace", "replace"]);
 const WRITE_TOOLS = new Set(["write", "create"]);
@@ -93,13 +100,13 @@ interface Shape {
 
 function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape {
   const t = tool.toLowerCase();
-  const rel = (p: string) => coarsePath(p, ctx.directory);
+  const dir = ctx.directory;
   if (t === "bash" || t === "shell") {
     const command = str(args.command) ?? "";
     // Reworded commands over the same files and slice collapse to one key
     // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`), while the
     // program stays in it (`rm f`, `python f` and `cat f` differ).
-    return { target: commandTarget(command), key: bashKey(command, rel) };
+    return { target: commandTarget(command), key: bashKey(command, (p) => coarsePath(p, dir)) };
   }
   if (t === "invalid") {
     // opencode's stand-in for a call the model sent with bad arguments: the
@@ -111,13 +118,13 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
     };
   }
   if (READ_TOOLS.has(t)) {
-    const p = rel(filePathOf(args) ?? "?");
+    const p = coarsePath(filePathOf(args) ?? "?", dir);
     // Sliced reading (offset/limit) is normal work: each slice is its own key.
     return { target: p, key: `read|${p}|${num(args.offset) ?? ""}|${num(args.limit) ?? ""}` };
   }
   if (EDIT_TOOLS.has(t) || WRITE_TOOLS.has(t)) {
     // Retries of an edit on one file change their text; the file is the key.
-    const p = rel(filePathOf(args) ?? "?");
+    const p = coarsePath(filePathOf(args) ?? "?", dir);
     return { target: p, key: `${EDIT_TOOLS.has(t) ? "edit" : "write"}|${p}` };
   }
   if (PATCH_TOOLS.has(t)) {
@@ -128,7 +135,7 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
       : [];
     const files = (
       metaFiles.length ? metaFiles : patchFiles(str(args.patchText) ?? str(args.patch) ?? "")
-    ).map(rel);
+    ).map((f) => coarsePath(f, dir));
     const sorted = [...new Set(files)].sort();
     const target =
       sorted.length === 0
@@ -139,7 +146,7 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
     return { target, key: `patch|${sorted.join(",")}` };
   }
   if (SEARCH_TOOLS.has(t)) {
-    const p = rel(str(args.path) ?? str(args.directory) ?? ".");
+    const p = coarsePath(str(args.path) ?? str(args.directory) ?? ".", dir);
     const pattern = str(args.pattern) ?? str(args.query) ?? str(args.include) ?? "";
     const include = str(args.include) ?? "";
     return {
@@ -263,5 +270,8 @@ function outcomeOf(raw: RawToolCall, exit: number | null): string | null {
 export function answerOutcome(
   raw: Pick<RawToolCall, "tool" | "metadata" | "status" | "output">,
 ): string | null {
-  return outcomeOf({ ...raw, callId: "", args: null }, exitOf(raw.tool, obj(raw.metadata)));
+  // Not outcomeOf({ ...raw }): a spread per stored tool part took V8's slow copy path.
+  return typeof raw.output === "string"
+    ? outcomeHash(raw.status, exitOf(raw.tool, obj(raw.metadata)), raw.output)
+    : null;
 }

@@ -62,12 +62,45 @@ describe("OpencodeDb", () => {
       const read = db.messages("ses_00000000bench");
       expect(read).toMatchObject({ rows: 22, malformed: 0 });
       expect(read.messages).toHaveLength(11);
-      const tool = (read.messages as Stored[])[1]?.parts[0] as {
-        state: Record<string, unknown>;
-        sessionID: string;
+      const tool = (read.messages as Stored[])[1]?.parts[0] as { state: Record<string, unknown> };
+      expect(tool).toMatchObject({ type: "tool", tool: "read", callID: "call_1", id: "prt_00000000000001" });
+      // These looping reads stored no answer: the hash says so (null).
+      expect(tool.state).toMatchObject({ status: "completed", stallguard_outcome: null });
+    } finally {
+      db.close();
+    }
+  });
+
+  test("keeps only what the detection core reads: no step parts, no answer, metadata cut to its keys", () => {
+    const path = join(tmp, `oc${++n}.db`);
+    const doc = syntheticSession(3, 40, { steps: true });
+    writeOpencodeDb(path, [doc]);
+    const db = OpencodeDb.open(path);
+    try {
+      const read = db.messages(doc.info.id);
+      const stored = doc.messages.flatMap((m) => m.parts);
+      expect(read).toMatchObject({ rows: doc.messages.length + stored.length, malformed: 0 });
+      expect(stored.some((p) => p.type === "step-start" || p.type === "patch")).toBe(true);
+      const parts = (read.messages as Stored[]).flatMap((m) => m.parts) as Array<Record<string, unknown>>;
+      // The user's text part and every tool part; the step markers and patch parts are never read.
+      expect(parts.map((p) => p.type)).toEqual(["text", ...Array(40).fill("tool")]);
+      const bash = parts.find((p) => p.tool === "bash") as { id: string; state: Record<string, unknown> };
+      const original = stored.find((p) => p.id === bash.id) as {
+        state: { metadata: Record<string, unknown> };
       };
-      expect(tool.sessionID).toBe("ses_00000000bench");
-      expect(tool.state.output).toBeUndefined();
+      expect(Object.keys(original.state.metadata)).toEqual(["output", "exit", "truncated"]);
+      expect(Object.keys(bash.state).sort()).toEqual([
+        "input",
+        "metadata",
+        "stallguard_outcome",
+        "status",
+        "time",
+      ]);
+      expect(bash.state.metadata).toEqual({ exit: original.state.metadata.exit });
+      expect(bash.state.stallguard_outcome).toMatch(/^[0-9a-f]{32}$/);
+      const info = (read.messages as Stored[])[1]?.info as Record<string, unknown>;
+      expect(info).toMatchObject({ role: "assistant", agent: "build", id: doc.messages[1]?.info.id });
+      expect(info.summary).toBeUndefined();
     } finally {
       db.close();
     }

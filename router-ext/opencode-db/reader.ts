@@ -3,11 +3,12 @@
 // reader neither blocks opencode nor is blocked by it), its shape is checked
 // before anything is read, and only the session, message and part tables are
 // touched (the same file holds opencode's credentials). A row that cannot be
-// used is counted and skipped, never thrown on. Tool output is hashed and
-// dropped as each part is read, so no content outlives the read.
+// used is counted and skipped, never thrown on. Each part is cut to what the
+// detection core reads as it is read (tool output hashed, then dropped), so no
+// content outlives the read.
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
-import { type StoredMessage, slimToolPart } from "../../shared/index.ts";
+import { type StoredMessage, storedInfo, storedPart } from "../../shared/index.ts";
 import { isRec, type Rec } from "../../shared/read.ts";
 
 export type OpencodeDbProblem = "missing" | "unreadable" | "unexpected_shape";
@@ -150,7 +151,11 @@ export class OpencodeDb {
     return sessionRows(this.q.children.all(id) as Rec[]);
   }
 
-  /** A session's messages, oldest first, each with its parts (tool output hashed, then dropped). */
+  /**
+   * A session's messages, oldest first, each with the parts the adapter reads,
+   * cut to the fields it reads (shared/adapters/stored.ts): tool output hashed,
+   * then dropped with every other part's content.
+   */
   messages(sessionId: string): SessionMessages {
     let rows = 0;
     let malformed = 0;
@@ -168,12 +173,11 @@ export class OpencodeDb {
         continue;
       }
       data.id = p.id;
-      data.messageID = p.message_id;
-      data.sessionID = sessionId;
-      slimToolPart(data);
-      const list = partsByMessage.get(p.message_id) ?? [];
-      list.push(data);
-      partsByMessage.set(p.message_id, list);
+      const part = storedPart(data);
+      if (!part) continue;
+      const list = partsByMessage.get(p.message_id);
+      if (list) list.push(part);
+      else partsByMessage.set(p.message_id, [part]);
     }
     const messages: StoredMessage[] = [];
     for (const m of this.q.messages.iterate(sessionId) as Iterable<Rec>) {
@@ -183,12 +187,7 @@ export class OpencodeDb {
         malformed++;
         continue;
       }
-      // summary carries the user's diffs (content): never kept.
-      const { summary: _summary, ...info } = data;
-      messages.push({
-        info: { ...info, id: m.id, sessionID: sessionId },
-        parts: partsByMessage.get(m.id) ?? [],
-      });
+      messages.push({ info: storedInfo(data, m.id, sessionId), parts: partsByMessage.get(m.id) ?? [] });
     }
     return { messages, rows, malformed };
   }

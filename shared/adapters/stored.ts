@@ -2,8 +2,15 @@
 // export` and the opencode.db message/part tables all hold {info, parts}
 // records; live message.part.updated events carry the same part shape.
 import { isInjectedTurn, isResumeTurn, type TextPartLike, userTextHash } from "../injected.ts";
-import { num, obj, text } from "../read.ts";
-import { answerOutcome, type CallContext, callContext, toToolCall } from "../tool-call.ts";
+import { isRec, num, obj, type Rec, text } from "../read.ts";
+import {
+  answerOutcome,
+  type CallContext,
+  callContext,
+  type RawToolCall,
+  TOOL_METADATA_KEYS,
+  toToolCall,
+} from "../tool-call.ts";
 import type { Observation, ToolCall, TurnObservation } from "../types.ts";
 
 export interface StoredMessage {
@@ -15,21 +22,69 @@ export interface StoredMessage {
 export const STORED_OUTCOME = "stallguard_outcome";
 
 /**
- * Replaces a finished tool part's output with its hash, in place: what the
- * replay needs of the answer, without holding the text.
+ * A stored part cut down to what observationsFromMessages reads, for a loader
+ * that holds many sessions (the opencode.db reader): a finished tool part with
+ * its answer hashed (as the adapter would hash it) and its metadata cut to the
+ * keys toToolCall reads; text and compaction parts with the fields the turn
+ * rules read. Every other part (step markers, patches, reasoning, unfinished
+ * tools) is never read by the adapter: null. The parsed record is dropped, so
+ * no tool output or file content outlives the read.
  */
-export function slimToolPart(part: Record<string, unknown>): void {
-  const state = part.state;
-  if (part.type !== "tool" || typeof state !== "object" || state === null) return;
-  const s = state as Record<string, unknown>;
-  if (!("output" in s) || (s.status !== "completed" && s.status !== "error")) return;
-  s[STORED_OUTCOME] = answerOutcome({
+export function storedPart(part: Rec): Rec | null {
+  if (part.type === "text")
+    return { type: "text", text: part.text, synthetic: part.synthetic, metadata: part.metadata };
+  if (part.type === "compaction") return { type: "compaction" };
+  if (part.type !== "tool") return null;
+  const s = obj(part.state);
+  const status = s.status;
+  if (status !== "completed" && status !== "error") return null;
+  const outcome = answerOutcome({
     tool: text(part.tool) ?? "unknown",
     metadata: s.metadata,
-    status: s.status,
+    status,
     output: typeof s.output === "string" ? s.output : s.error,
   });
-  delete s.output;
+  return {
+    type: "tool",
+    id: part.id,
+    tool: part.tool,
+    callID: part.callID,
+    state: {
+      status,
+      input: s.input,
+      metadata: isRec(s.metadata) ? readMetadata(s.metadata) : s.metadata,
+      time: s.time,
+      [STORED_OUTCOME]: outcome,
+    },
+  };
+}
+
+/** The metadata keys toToolCall reads, those present. */
+function readMetadata(meta: Rec): Rec {
+  const out: Rec = {};
+  for (const key of TOOL_METADATA_KEYS) if (key in meta) out[key] = meta[key];
+  return out;
+}
+
+/**
+ * A stored message's info cut down to what observationsFromMessages reads.
+ * `summary` is never kept: a user message's carries its diffs (content), and
+ * the compaction summary an assistant message flags with it is told by its
+ * agent "compaction" as well.
+ */
+export function storedInfo(info: Rec, id: string, sessionId: string): Rec {
+  return {
+    role: info.role,
+    agent: info.agent,
+    mode: info.mode,
+    providerID: info.providerID,
+    modelID: info.modelID,
+    cost: info.cost,
+    tokens: info.tokens,
+    time: info.time,
+    id,
+    sessionID: sessionId,
+  };
 }
 
 export interface StoredSession {
@@ -49,18 +104,16 @@ export function fromToolPart(
   const status = state.status;
   if (status !== "completed" && status !== "error") return null;
   const time = obj(state.time);
-  return toToolCall(
-    {
-      tool: text(p.tool) ?? "unknown",
-      callId: text(p.callID) ?? text(p.id) ?? "",
-      args: state.input,
-      metadata: state.metadata,
-      status,
-      output: typeof state.output === "string" ? state.output : state.error,
-      ...(STORED_OUTCOME in state ? { outcome: (state[STORED_OUTCOME] as string | null) ?? null } : {}),
-    },
-    callContext(ctx, ctx.sessionId, num(time.end) || num(time.start) || ctx.time || 0),
-  );
+  const raw: RawToolCall = {
+    tool: text(p.tool) ?? "unknown",
+    callId: text(p.callID) ?? text(p.id) ?? "",
+    args: state.input,
+    metadata: state.metadata,
+    status,
+    output: typeof state.output === "string" ? state.output : state.error,
+  };
+  if (STORED_OUTCOME in state) raw.outcome = (state[STORED_OUTCOME] as string | null) ?? null;
+  return toToolCall(raw, callContext(ctx, ctx.sessionId, num(time.end) || num(time.start) || ctx.time || 0));
 }
 
 /** Tokens a request carried: fresh input plus cache reads and writes. */
@@ -129,7 +182,9 @@ export function observationsFromMessages(
     if (role !== "assistant") continue;
     if (!compactionTurn) {
       resuming = false;
-      const model = [text(info.providerID), text(info.modelID)].filter(Boolean).join("/") || undefined;
+      const provider = text(info.providerID);
+      const modelId = text(info.modelID);
+      const model = provider && modelId ? `${provider}/${modelId}` : (provider ?? modelId);
       const turn: TurnObservation = {
         kind: "turn",
         sessionId: session.id,
