@@ -1,24 +1,33 @@
-// What the gate costs: the same streaming chat workload against a local
-// upstream directly and through the gate, in one run, with autocannon.
-// Prints req/s and p50/p99 latency for both, the added latency and the
-// throughput ratio; medians over RUNS alternating runs per target.
+// What the gate costs, against its floor: in one run, alternating, the same
+// chat workload sent straight to a trivial local upstream ("direct"), through
+// a bare node:http proxy (keep-alive agent, bodies piped: the floor of our
+// runtime) and through the gate of a real `stallguard serve` (SQLite file,
+// client key, every check and record) from the bundle `npm start` runs (built
+// first). Each of the three is its own process.
 //
-//   npx tsx bench/gate-latency.ts [--duration 3] [--connections 10] [--runs 3]
+//   npx tsx bench/gate-latency.ts [--duration 2] [--runs 3] [--connections 1,10,50] [--body-kb 4]
 //
-// Two workloads: "client asks for usage" (what opencode sends: pure
-// pass-through plus the usage scan) and "gate injects usage" (the gate adds
-// stream_options.include_usage and strips the usage-only chunk).
-import { createServer } from "node:http";
+// Per workload (JSON, streaming) and connection count: req/s, mean latency
+// (connections / throughput: exact for a closed loop, where autocannon's
+// percentiles have a 1 ms resolution), p50 and p99, the throughput ratio to
+// the bare proxy and the mean added over direct; medians over the runs. Then
+// the streaming time to first byte, from sequential requests, per target.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, request } from "node:http";
 import { createRequire } from "node:module";
-import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { createGateMetrics } from "../router-ext/gate/index.ts";
-import type { GateStore } from "../router-ext/gate/store.ts";
-import { serveGate } from "../router-ext/gate/testing.ts";
+import { openDatabase } from "../router-ext/db/open.ts";
+import { Store } from "../router-ext/db/store.ts";
+import type { RequestRecord } from "../router-ext/gate/store.ts";
+import { startServe } from "./serve-child.ts";
 
 interface AcResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number; average: number };
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
   errors: number;
   timeouts: number;
   non2xx: number;
@@ -35,157 +44,300 @@ const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 
 const { values } = parseArgs({
   options: {
-    duration: { type: "string", default: "3" },
-    connections: { type: "string", default: "10" },
+    duration: { type: "string", default: "2" },
     runs: { type: "string", default: "3" },
+    connections: { type: "string", default: "1,10,50" },
+    "body-kb": { type: "string", default: "4" },
+    "ttfb-requests": { type: "string", default: "600" },
   },
 });
 const DURATION = Number(values.duration);
-const CONNECTIONS = Number(values.connections);
 const RUNS = Number(values.runs);
+const CONNECTIONS = String(values.connections).split(",").map(Number);
+const BODY_KB = Number(values["body-kb"]);
+const TTFB_REQUESTS = Number(values["ttfb-requests"]);
+const KEY = "bench-client-key-0123456789";
+const HERE = fileURLToPath(new URL(".", import.meta.url));
 
-// A streaming upstream: 8 content chunks, a finish chunk, the usage chunk when asked, [DONE].
-function chunk(obj: unknown): string {
-  return `data: ${JSON.stringify(obj)}\n\n`;
-}
-const upstream = createServer((req, res) => {
-  const parts: Buffer[] = [];
-  req.on("data", (c: Buffer) => parts.push(c));
-  req.on("end", () => {
-    let includeUsage = false;
-    try {
-      includeUsage = JSON.parse(Buffer.concat(parts).toString("utf8")).stream_options?.include_usage === true;
-    } catch {
-      // not JSON: no usage
-    }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    const base = { id: "chatcmpl-bench", object: "chat.completion.chunk", created: 0, model: "bench" };
-    for (let i = 0; i < 8; i++) {
-      res.write(
-        chunk({ ...base, choices: [{ index: 0, delta: { content: `token ${i} ` }, finish_reason: null }] }),
-      );
-    }
-    res.write(chunk({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
-    if (includeUsage) {
-      res.write(
-        chunk({
-          ...base,
-          choices: [],
-          usage: { prompt_tokens: 1000, completion_tokens: 8, total_tokens: 1008 },
-        }),
-      );
-    }
-    res.end("data: [DONE]\n\n");
+/** Starts one of the bench's helper processes; resolves with its port. */
+async function child(script: string, args: string[] = []): Promise<{ proc: ChildProcess; port: number }> {
+  const proc = spawn(process.execPath, ["--import", "tsx", join(HERE, script), ...args], {
+    stdio: ["ignore", "pipe", "inherit"],
   });
-});
-await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
-const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    proc.stdout?.on("data", (b: Buffer) => {
+      out += b.toString();
+      const m = /listening (\d+)/.exec(out);
+      if (m?.[1]) resolve(Number(m[1]));
+    });
+    proc.once("exit", (code) => reject(new Error(`${script} exited (${code}): ${out}`)));
+  });
+  return { proc, port };
+}
 
-// A store that allows everything and drops records (the SQLite one is measured elsewhere).
-let recorded = 0;
-const store: GateStore = {
-  decide: (id) => ({ refused: false, scope: null, reason: null, rootId: id.sessionId }),
-  peek: (id) => ({ refused: false, scope: null, reason: null, rootId: id.sessionId }),
-  recordRequest: () => {
-    recorded++;
+// An opencode-shaped request: a system prompt, a user turn, an assistant turn and a tool result.
+const filler = "You are a coding agent. Read the task, plan, edit files and run the tests. ".repeat(
+  Math.max(1, Math.round((BODY_KB * 1024) / 80)),
+);
+const messages = [
+  { role: "system", content: filler },
+  { role: "user", content: "Fix the failing test in src/parse.ts" },
+  { role: "assistant", content: "Reading the file first." },
+  { role: "user", content: "tool result: 120 lines" },
+];
+const WORKLOADS = [
+  { name: "JSON", body: JSON.stringify({ model: "bench", messages }) },
+  {
+    name: "streaming",
+    body: JSON.stringify({ model: "bench", stream: true, stream_options: { include_usage: true }, messages }),
   },
-};
-const metrics = createGateMetrics();
-const gate = await serveGate({
-  upstream: upstreamUrl,
-  apiKey: null,
-  prices: { bench: { prompt: 3, completion: 15 } },
-  refusal: { status: 429, retry_after_s: null },
-  maxBodyBytes: 50 * 1024 * 1024,
-  timeoutMs: 60_000,
-  store,
-  metrics,
-  clientKeys: [{ name: "bench", key: "bench-client-key" }],
-});
-
-/** " (xN)" when the direct figure is above autocannon's 1 ms resolution, else nothing. */
-const times = (gate: number, direct: number) => (direct > 0 ? ` (x${(gate / direct).toFixed(2)})` : "");
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+];
+const HEADERS = {
+  "content-type": "application/json",
+  authorization: `Bearer ${KEY}`,
+  "x-session-id": "ses_bench",
+  "x-router-agent": "build",
+  "x-stallguard-plugin": "0.1.0",
 };
 
 interface Figures {
   rps: number;
+  mean: number;
   p50: number;
   p99: number;
   errors: number;
 }
 
-async function run(url: string, body: string): Promise<Figures> {
+async function load(url: string, connections: number, body: string, duration = DURATION): Promise<Figures> {
   const r = await autocannon({
     url: `${url}/chat/completions`,
     method: "POST",
-    connections: CONNECTIONS,
-    duration: DURATION,
-    headers: {
-      "content-type": "application/json",
-      "x-session-id": "ses_bench",
-      authorization: "Bearer bench-client-key",
-    },
+    connections,
+    duration,
+    headers: HEADERS,
     body,
   });
   return {
     rps: r.requests.average,
+    mean: (connections * 1000) / r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
     errors: r.errors + r.timeouts + r.non2xx,
   };
 }
 
-async function compare(label: string, body: string) {
-  const direct: Figures[] = [];
-  const viaGate: Figures[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    // Alternate so drifting machine load hits both sides alike.
-    direct.push(await run(upstreamUrl, body));
-    viaGate.push(await run(`${gate.url}/v1`, body));
-  }
-  const m = (xs: Figures[]) => ({
-    rps: median(xs.map((x) => x.rps)),
-    p50: median(xs.map((x) => x.p50)),
-    p99: median(xs.map((x) => x.p99)),
-    errors: xs.reduce((a, x) => a + x.errors, 0),
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+};
+const medianFigures = (xs: Figures[]): Figures => ({
+  rps: median(xs.map((x) => x.rps)),
+  mean: median(xs.map((x) => x.mean)),
+  p50: median(xs.map((x) => x.p50)),
+  p99: median(xs.map((x) => x.p99)),
+  errors: xs.reduce((a, x) => a + x.errors, 0),
+});
+
+/** Milliseconds from sending a streaming request to its first body byte, one request at a time. */
+function ttfb(url: string, agent: Agent, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = request(`${url}/chat/completions`, { method: "POST", agent, headers: HEADERS }, (res) => {
+      let first = -1;
+      res.on("data", () => {
+        if (first < 0) first = performance.now() - t0;
+      });
+      res.on("end", () => resolve(first));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
   });
-  const d = m(direct);
-  const g = m(viaGate);
-  console.log(`\n${label} (${CONNECTIONS} connections, ${DURATION} s x ${RUNS} runs each, medians)`);
-  console.log(`  direct : ${d.rps.toFixed(0)} req/s  p50 ${d.p50} ms  p99 ${d.p99} ms  errors ${d.errors}`);
-  console.log(`  gate   : ${g.rps.toFixed(0)} req/s  p50 ${g.p50} ms  p99 ${g.p99} ms  errors ${g.errors}`);
-  console.log(
-    `  added  : p50 +${(g.p50 - d.p50).toFixed(2)} ms${times(g.p50, d.p50)}  ` +
-      `p99 +${(g.p99 - d.p99).toFixed(2)} ms${times(g.p99, d.p99)}  throughput ratio ${(g.rps / d.rps).toFixed(2)}`,
-  );
-  return { label, direct: d, gate: g };
 }
 
-try {
-  const messages = [{ role: "user", content: "bench" }];
-  await compare(
-    "client asks for usage (opencode's shape: pass-through + usage scan)",
-    JSON.stringify({ model: "bench", stream: true, stream_options: { include_usage: true }, messages }),
-  );
-  await compare(
-    "gate injects usage (line-framed, usage-only chunk stripped)",
-    JSON.stringify({ model: "bench", stream: true, messages }),
-  );
-  const overhead =
-    /stallguard_gate_overhead_seconds_sum (\S+)\nstallguard_gate_overhead_seconds_count (\S+)/.exec(
-      metrics.render(),
-    );
-  if (overhead) {
-    const mean = (Number(overhead[1]) / Number(overhead[2])) * 1000;
+type Target = { name: string; url: string };
+const add = <T>(into: Record<string, T[]>, key: string, value: T) => {
+  into[key] = [...(into[key] ?? []), value];
+};
+const rotate = <T>(xs: T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.length] as T);
+
+async function throughput(targets: Target[]) {
+  const out: Record<string, Record<string, Figures>> = {};
+  for (const w of WORKLOADS) {
+    for (const connections of CONNECTIONS) {
+      const seen: Record<string, Figures[]> = {};
+      for (let run = 0; run < RUNS; run++) {
+        // Alternate the order so drifting machine load hits all three alike.
+        for (const t of rotate(targets, run)) add(seen, t.name, await load(t.url, connections, w.body));
+      }
+      const m = Object.fromEntries(targets.map((t) => [t.name, medianFigures(seen[t.name] ?? [])]));
+      out[`${w.name}@${connections}`] = m;
+      const bare = m.bare as Figures;
+      const direct = m.direct as Figures;
+      console.log(`\n${w.name}, ${connections} connection(s), ${DURATION} s x ${RUNS} runs each (medians)`);
+      for (const t of targets) {
+        const f = m[t.name] as Figures;
+        console.log(
+          `  ${t.name.padEnd(6)} ${f.rps.toFixed(0).padStart(6)} req/s  mean ${f.mean.toFixed(3)} ms  ` +
+            `p50 ${f.p50} ms  p99 ${f.p99} ms  errors ${f.errors}  ` +
+            `x${(f.rps / bare.rps).toFixed(2)} of bare  mean +${(f.mean - direct.mean).toFixed(3)} ms over direct`,
+        );
+      }
+    }
+  }
+  return out;
+}
+
+async function firstBytes(targets: Target[]) {
+  const body = WORKLOADS[1]?.body ?? "";
+  const agents = new Map(targets.map((t) => [t.name, new Agent({ keepAlive: true, maxSockets: 1 })]));
+  const seen: Record<string, number[]> = {};
+  for (let round = 0; round < TTFB_REQUESTS / 50; round++)
+    for (const t of rotate(targets, round))
+      for (let i = 0; i < 50; i++) add(seen, t.name, await ttfb(t.url, agents.get(t.name) as Agent, body));
+  for (const a of agents.values()) a.destroy();
+  console.log(`\nstreaming time to first byte (${TTFB_REQUESTS} sequential requests each, alternating)`);
+  const stats = (xs: number[]) => {
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    const s = [...xs].sort((a, b) => a - b);
+    return { mean, p50: median(xs), p99: s[Math.floor(s.length * 0.99)] ?? Number.NaN };
+  };
+  const out = Object.fromEntries(targets.map((t) => [t.name, stats(seen[t.name] ?? [])]));
+  for (const t of targets) {
+    const s = out[t.name] as { mean: number; p50: number; p99: number };
     console.log(
-      `\ngate overhead histogram: ${overhead[2]} requests, mean ${mean.toFixed(3)} ms before the response head`,
+      `  ${t.name.padEnd(6)} mean ${s.mean.toFixed(3)} ms  p50 ${s.p50.toFixed(3)} ms  p99 ${s.p99.toFixed(3)} ms`,
     );
   }
-  console.log(`requests recorded by the gate: ${recorded}`);
+  return out;
+}
+
+/**
+ * The decision alone, in this process: a Store on a fresh SQLite file with
+ * 10,000 sessions in 1,000 trees (100 of them stopped) answering from memory;
+ * then decide and record as a busy gate does (50 sessions at work, a batch
+ * written every 50 requests), the batch writes included.
+ */
+function decisionCost(): string {
+  const dbDir = mkdtempSync(join(tmpdir(), "sg-bench-decide-"));
+  const store = new Store(openDatabase(join(dbDir, "d.db")));
+  try {
+    const who = (i: number) => ({
+      sessionId: `ses_${i}`,
+      agent: "build",
+      parent: i % 10 === 0 ? null : `ses_${i - (i % 10)}`,
+      pluginVersion: "0.1.0",
+    });
+    for (let i = 0; i < 10_000; i++) store.decide(who(i));
+    store.flush();
+    for (let t = 0; t < 1000; t += 10) store.setRefusal("tree", `ses_${t * 10}`, "stopped", "bench", 1, null);
+    const n = 200_000;
+    let refused = 0;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) if (store.peek(who((i * 7919) % 10_000)).refused) refused++;
+    const peekUs = ((performance.now() - t0) * 1000) / n;
+    const m = 20_000;
+    const t1 = performance.now();
+    for (let i = 0; i < m; i++) {
+      const id = who(5000 + (i % 50));
+      store.recordRequest(benchRecord(id.sessionId, store.decide(id).refused, i));
+      if (i % 50 === 49) store.flush();
+    }
+    store.flush();
+    const busyUs = ((performance.now() - t1) * 1000) / m;
+    return (
+      `decision from memory ${peekUs.toFixed(2)} us (10,000 sessions, ${refused} of ${n} refused); ` +
+      `decide + record + its share of the batch write ${busyUs.toFixed(1)} us (50 sessions at work)`
+    );
+  } finally {
+    store.close();
+    rmSync(dbDir, { recursive: true, force: true });
+  }
+}
+
+function benchRecord(sessionId: string, refused: boolean, i: number): RequestRecord {
+  return {
+    session_id: sessionId,
+    root_id: null,
+    agent: "build",
+    parent: null,
+    model: "bench",
+    status: refused ? 403 : 200,
+    prompt_tokens: 1000,
+    completion_tokens: 8,
+    cached_tokens: null,
+    cost_usd: 0.003,
+    context_tokens: 1000,
+    started_at: 1_800_000_000_000 + i,
+    duration_ms: 1,
+    refused,
+    plugin_version: "0.1.0",
+    client: "bench",
+    error: null,
+    response_bytes: 500,
+  };
+}
+
+async function gateOverhead(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sum = /^stallguard_gate_overhead_seconds_sum (\S+)$/m.exec(text)?.[1];
+  const count = /^stallguard_gate_overhead_seconds_count (\S+)$/m.exec(text)?.[1];
+  if (!sum || !count) return "not found on /metrics";
+  return `${count} requests, mean ${((Number(sum) / Number(count)) * 1000).toFixed(3)} ms before the response head`;
+}
+
+// The bundle users run (dist/stallguard.mjs, which serve-child.ts prefers over the sources).
+const built = spawnSync(process.execPath, [join(HERE, "..", "deploy", "build.mjs")], { stdio: "inherit" });
+if (built.status !== 0) throw new Error("npm run build failed");
+const dir = mkdtempSync(join(tmpdir(), "sg-bench-gate-"));
+const procs: ChildProcess[] = [];
+try {
+  const up = await child("bench-upstream.ts");
+  procs.push(up.proc);
+  const upstreamUrl = `http://127.0.0.1:${up.port}/v1`;
+  const bare = await child("bare-proxy.ts", [upstreamUrl]);
+  procs.push(bare.proc);
+  const serve = await startServe(dir, {
+    args: ["--upstream", upstreamUrl],
+    env: { STALLGUARD_CLIENT_KEY: KEY },
+  });
+  procs.push(serve.proc);
+  const targets: Target[] = [
+    { name: "direct", url: upstreamUrl },
+    { name: "bare", url: `http://127.0.0.1:${bare.port}/v1` },
+    { name: "gate", url: `${serve.url}/v1` },
+  ];
+  console.log(
+    `body ${WORKLOADS[0]?.body.length} bytes (JSON), upstream ${upstreamUrl}, gate ${serve.url} (real serve, SQLite)`,
+  );
+  // Warm-up: JIT, keep-alive sockets, the session's first learning.
+  for (const t of targets) for (const w of WORKLOADS) await load(t.url, 10, w.body, 1);
+  const figures = await throughput(targets);
+  const first = await firstBytes(targets);
+  console.log(`\ngate overhead histogram: ${await gateOverhead(serve.url)}`);
+  console.log(`in-process: ${decisionCost()}`);
+
+  const f = (k: string, t: string) => figures[k]?.[t] as Figures;
+  console.log("\ntargets (issue 22):");
+  for (const w of WORKLOADS) {
+    const ratio = f(`${w.name}@10`, "gate")?.rps / f(`${w.name}@10`, "bare")?.rps;
+    const added = f(`${w.name}@1`, "gate")?.mean - f(`${w.name}@1`, "direct")?.mean;
+    const p99 = f(`${w.name}@10`, "gate")?.p99;
+    console.log(
+      `  ${w.name}: throughput at 10 connections x${ratio.toFixed(2)} of bare (>= 0.5), ` +
+        `mean added at 1 connection ${added.toFixed(3)} ms (<= 0.3), p99 at 10 connections ${p99} ms (<= 3)`,
+    );
+  }
+  const tt = (t: string) => (first[t] as { mean: number }).mean;
+  console.log(`  streaming first byte: gate - bare ${(tt("gate") - tt("bare")).toFixed(3)} ms (<= 0.3)`);
 } finally {
-  await gate.close();
-  await new Promise<void>((r) => upstream.close(() => r()));
+  for (const p of procs) {
+    if (p.exitCode === null && p.signalCode === null) {
+      const exited = new Promise((r) => p.once("exit", r));
+      p.kill("SIGTERM");
+      await exited;
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
 }

@@ -28,6 +28,8 @@ export function quietSignals(over: Partial<Signals> = {}): Signals {
     topSame: null,
     cumRepeat: null,
     cycle: null,
+    inARow: null,
+    retrace: null,
     mostRepeated: [],
     novelty: 1,
     callsSinceNovel: 0,

@@ -208,9 +208,15 @@ const thresholdsSchema = z.strictObject({
   /** The same call with the same result this many times in the window. */
   top_warn: z.number().int().min(2).default(7),
   top_loop: z.number().int().min(2).default(12),
+  /** Repeats in a row of the same call, or of two calls in turn, each with the same result (shared/cycle.ts). */
+  row_warn: z.number().int().min(2).default(5),
+  row_loop: z.number().int().min(2).default(12),
   /** Whole turns in a row of a cycle of two to four calls, each with the same result (shared/cycle.ts). */
   cycle_warn: z.number().int().min(2).default(5),
   cycle_loop: z.number().int().min(2).default(10),
+  /** Different calls done again in the same order with the same results, a period of 4 to 32 calls (shared/cycle.ts). */
+  retrace_warn: z.number().int().min(2).default(4),
+  retrace_loop: z.number().int().min(2).default(8),
   /** The same for read-only agents, which never land (TOP_MIN_RO). */
   top_ro_warn: z.number().int().min(2).default(8),
   top_ro_loop: z.number().int().min(2).default(16),

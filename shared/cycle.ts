@@ -1,14 +1,28 @@
-// A short cycle: the same two to four calls, each with the same result, over
-// and over (search -> usage error -> search again -> same matches -> ...).
-// The same-call count sees each member of such a cycle alone, so an
-// alternation of two calls needs twice as many calls to reach top_warn as
-// one call repeated; this tracks the cycle as a whole. Only exact repetition
-// counts: the calls of one period must differ from each other (one call
-// repeated is the same-call rule's) and every call must match the call one
-// period before it, result included.
+// Calls that repeat, in order and with the same answers, the calls one period
+// before them, inside one stretch without a landed change. A call equal to an
+// earlier one brings nothing new; a run of them at a fixed period is a loop
+// whatever its shape. Three readings of the same runs, each with its own rule:
+// - in a row (periods 1 and 2): the same call, or two calls in turn, again and
+//   again with the same answers, counted in repeats;
+// - a short cycle (periods 2 to 4), counted in whole turns: search -> usage
+//   error -> search again -> same matches -> ...;
+// - a retrace (periods 4 to 32): a sweep of different calls done again in the
+//   same order (a dozen views re-read), counted in the different calls
+//   repeated so far, so a long sweep is seen a few calls into its second pass
+//   instead of after whole passes.
+// Only exact repetition counts: every call must match the call one period
+// before it, result included; a new call or a new answer ends the run.
 
-/** The longest period tracked: longer "cycles" are ordinary work revisiting a few files. */
+/** The longest period tracked: a sweep of up to this many calls re-done in order is seen. */
+export const MAX_TRACKED = 32;
+/** The longest cycle: longer "cycles" are counted as retraces, by calls, not turns. */
 export const MAX_PERIOD = 4;
+/**
+ * The shortest retrace period. Two or three calls in turn are the cycle
+ * rule's (three different calls taken in turn three times is ordinary work
+ * in the peers' own tests), and a shorter period cannot hold four different calls.
+ */
+export const MIN_RETRACE_PERIOD = 4;
 
 export interface CycleInfo {
   /** Calls in one turn of the cycle (2 to MAX_PERIOD). */
@@ -20,6 +34,28 @@ export interface CycleInfo {
   target: string;
 }
 
+export interface RetraceInfo {
+  /** Calls between a call and its earlier twin (MIN_RETRACE_PERIOD to MAX_TRACKED). */
+  period: number;
+  /** Calls in a row that repeat the call one period before, same answer. */
+  calls: number;
+  /** Different calls among them: what the rule counts. */
+  distinct: number;
+  /** The latest call, for the report. */
+  tool: string;
+  target: string;
+}
+
+export interface RowInfo {
+  /** 1: the same call again; 2: two calls in turn. */
+  period: 1 | 2;
+  /** Calls in a row that repeat the call one period before, same answer (not counting the first). */
+  repeats: number;
+  /** The latest call, for the report. */
+  tool: string;
+  target: string;
+}
+
 interface Entry {
   key: string;
   tool: string;
@@ -27,35 +63,49 @@ interface Entry {
 }
 
 export class CycleTracker {
-  /** The last MAX_PERIOD calls, newest last. */
-  private recent: Entry[] = [];
+  /** The last MAX_TRACKED calls, a ring: ring[(head - 1) mod N] is the newest. */
+  private readonly ring = new Array<Entry | undefined>(MAX_TRACKED);
+  private head = 0;
+  private size = 0;
   /** Per period p (index p): calls in a row that equal the call p before them. */
-  private readonly matched = new Array<number>(MAX_PERIOD + 1).fill(0);
+  private readonly matched = new Array<number>(MAX_TRACKED + 1).fill(0);
 
   /** One call of the current stretch; key is the call with its result. */
   push(key: string, tool: string, target: string): void {
-    const n = this.recent.length;
-    for (let p = 2; p <= MAX_PERIOD; p++) {
-      this.matched[p] = n >= p && this.recent[n - p]?.key === key ? (this.matched[p] ?? 0) + 1 : 0;
+    // walk the ring back from the newest call: p calls back is at idx
+    let idx = this.head;
+    for (let p = 1; p <= MAX_TRACKED; p++) {
+      idx = idx === 0 ? MAX_TRACKED - 1 : idx - 1;
+      const same = p <= this.size && this.ring[idx]?.key === key;
+      this.matched[p] = same ? (this.matched[p] ?? 0) + 1 : 0;
     }
-    this.recent.push({ key, tool, target });
-    if (this.recent.length > MAX_PERIOD) this.recent.shift();
+    this.ring[this.head] = { key, tool, target };
+    this.head = (this.head + 1) % MAX_TRACKED;
+    if (this.size < MAX_TRACKED) this.size++;
   }
 
   /** A landed change or a person's message: the stretch starts over. */
   reset(): void {
-    this.recent = [];
+    this.ring.fill(undefined);
+    this.head = 0;
+    this.size = 0;
     this.matched.fill(0);
+  }
+
+  /** The call p calls back (1: the newest), or undefined. */
+  private back(p: number): Entry | undefined {
+    return p > this.size ? undefined : this.ring[(this.head - p + MAX_TRACKED) % MAX_TRACKED];
   }
 
   /** The cycle with the most whole turns in a row ending at the latest call, or null. */
   current(): CycleInfo | null {
     let best: CycleInfo | null = null;
-    const last = this.recent[this.recent.length - 1];
+    const last = this.back(1);
     if (!last) return null;
     for (let p = 2; p <= MAX_PERIOD; p++) {
       const m = this.matched[p] ?? 0;
-      if (m === 0 || !this.distinctTail(p)) continue;
+      // all different: the period is p, not a divisor of it
+      if (m === 0 || this.distinct(p) !== p) continue;
       const reps = Math.floor((m + p) / p);
       if (reps >= 2 && (!best || reps > best.reps))
         best = { period: p, reps, tool: last.tool, target: last.target };
@@ -63,9 +113,74 @@ export class CycleTracker {
     return best;
   }
 
-  /** True when the last p calls all differ (so the period is p, not a divisor of it). */
-  private distinctTail(p: number): boolean {
-    const tail = this.recent.slice(-p);
-    return tail.length === p && new Set(tail.map((e) => e.key)).size === p;
+  /**
+   * The same call, or two calls in turn, repeated in a row with the same
+   * answers, ending at the latest call; null when the latest call repeats
+   * neither of the two before it.
+   */
+  row(): RowInfo | null {
+    const last = this.back(1);
+    const one = this.matched[1] ?? 0;
+    const two = this.matched[2] ?? 0;
+    if (!last || (one === 0 && two === 0)) return null;
+    // two calls in turn only when they differ: one call repeated also matches two back
+    return two > one
+      ? { period: 2, repeats: two, tool: last.tool, target: last.target }
+      : { period: 1, repeats: one, tool: last.tool, target: last.target };
+  }
+
+  /**
+   * The retrace with the most different calls repeated in order, ending at
+   * the latest call, or null when none repeats two. Beyond one period the run
+   * only repeats itself, so its different calls are those of its last
+   * min(calls, period) calls. A run that a shorter period explains as well
+   * (ABCABCABC also matches six back) is that period's: only periods whose
+   * run is longer than every shorter period's count.
+   */
+  retrace(): RetraceInfo | null {
+    let need = 0;
+    this.eachOwnPeriod((_p, _m, span) => {
+      need = Math.max(need, span);
+    });
+    if (need < 2) return null;
+    const seen = new Set<string>();
+    // distinctUpTo[k]: different calls among the last k
+    const distinctUpTo = [0];
+    for (let k = 1; k <= need; k++) {
+      seen.add((this.back(k) as Entry).key);
+      distinctUpTo.push(seen.size);
+    }
+    let best: RetraceInfo | null = null;
+    const last = this.back(1) as Entry;
+    this.eachOwnPeriod((period, calls, span) => {
+      const distinct = distinctUpTo[span] ?? 0;
+      if (
+        distinct >= 2 &&
+        (!best || distinct > best.distinct || (distinct === best.distinct && calls > best.calls))
+      )
+        best = { period, calls, distinct, tool: last.tool, target: last.target };
+    });
+    return best;
+  }
+
+  /** Each retrace period with a run of its own: (period, calls in the run, min(calls, period)). */
+  private eachOwnPeriod(visit: (p: number, m: number, span: number) => void): void {
+    let shorter = 0;
+    for (let p = 1; p <= MAX_TRACKED; p++) {
+      const m = this.matched[p] ?? 0;
+      if (p >= MIN_RETRACE_PERIOD && m > shorter) visit(p, m, Math.min(m, p));
+      shorter = Math.max(shorter, m);
+    }
+  }
+
+  /** Different calls among the last k. */
+  private distinct(k: number): number {
+    const seen = new Set<string>();
+    for (let i = 1; i <= k; i++) {
+      const e = this.back(i);
+      if (!e) break;
+      seen.add(e.key);
+    }
+    return seen.size;
   }
 }

@@ -2,100 +2,11 @@
 // values: real ToolCalls built by toToolCall from hook-shaped input, judged by
 // the forest the plugin and the calibrator share, with the shipped defaults.
 import { describe, expect, it } from "vitest";
-import { configSchema } from "./config.ts";
+import { DIR, policy, Session } from "./_test-session.ts";
 import { SessionForest } from "./forest.ts";
-import { policyFromConfig } from "./policy.ts";
 import { toToolCall } from "./tool-call.ts";
-import type { Observation, Verdict } from "./types.ts";
 
-const DIR = "/home/dev/repo";
-const policy = policyFromConfig(configSchema.parse({}));
 const t = policy.thresholds;
-
-class Session {
-  readonly forest = new SessionForest(policy);
-  readonly verdicts: Verdict[] = [];
-  private clock = 0;
-  private n = 0;
-  constructor(
-    readonly id = "s",
-    readonly parent: string | null = null,
-    forest?: SessionForest,
-  ) {
-    if (forest) this.forest = forest;
-  }
-  private observe(obs: Observation): void {
-    this.forest.observe(obs);
-  }
-  call(
-    tool: string,
-    args: Record<string, unknown>,
-    output: string,
-    opts: { exit?: number; status?: "completed" | "error"; meta?: Record<string, unknown> } = {},
-  ) {
-    this.clock += 1000;
-    this.observe({
-      kind: "turn",
-      sessionId: this.id,
-      parentId: this.parent,
-      agent: "build",
-      time: this.clock,
-    });
-    const metadata = { ...(opts.exit === undefined ? {} : { exit: opts.exit }), ...(opts.meta ?? {}) };
-    const call = toToolCall(
-      { tool, callId: `c${++this.n}`, args, metadata, status: opts.status ?? "completed", output },
-      {
-        sessionId: this.id,
-        parentId: this.parent,
-        agent: "build",
-        time: this.clock,
-        directory: DIR,
-        testPatterns: policy.testPatterns,
-      },
-    );
-    const { event } = this.forest.observe({ kind: "tool", call });
-    this.verdicts.push(this.verdict);
-    return event;
-  }
-  bash(command: string, exit: number, output: string) {
-    return this.call("bash", { command }, output, { exit });
-  }
-  read(file: string, output: string) {
-    return this.call("read", { filePath: `${DIR}/${file}` }, output);
-  }
-  edit(file: string, a: string, b: string) {
-    return this.call(
-      "edit",
-      { filePath: `${DIR}/${file}`, oldString: a, newString: b },
-      "Edit applied successfully.",
-      {
-        meta: { diff: `--- ${file}\n+++ ${file}\n-${a}\n+${b}\n` },
-      },
-    );
-  }
-  user(text: string, injected = false) {
-    this.clock += 1000;
-    this.observe({
-      kind: "user",
-      sessionId: this.id,
-      parentId: this.parent,
-      agent: "build",
-      time: this.clock,
-      injected,
-      textHash: text,
-    });
-  }
-  get verdict(): Verdict {
-    return this.forest.get(this.id)?.lastVerdict.verdict ?? "ok";
-  }
-  get flagged(): boolean {
-    return this.verdicts.some((v) => v !== "ok");
-  }
-  get firstFlag(): number | null {
-    const i = this.verdicts.findIndex((v) => v !== "ok");
-    return i < 0 ? null : i + 1;
-  }
-}
 
 const FAIL_OUT = "FAILED tests/test_calc.py::test_add - assert 4 == 5\n1 failed in 0.02s";
 
@@ -228,8 +139,9 @@ describe("class 2: changes made through bash land", () => {
 });
 
 describe("class 4: a real user message starts a new stretch; injected turns keep counting", () => {
+  // one read short of every rule on the same call (in a row and in the window)
   const loopOnce = (s: Session) => {
-    for (let i = 0; i < t.top_warn - 1; i++) s.read("navbar.js", "const nav = 1;");
+    for (let i = 0; i < Math.min(t.top_warn, t.row_warn + 1) - 1; i++) s.read("navbar.js", "const nav = 1;");
   };
 
   it("a person who steers resets the evidence", () => {
@@ -260,10 +172,11 @@ describe("class 5 and the outcome-aware signals", () => {
     expect(s.flagged).toBe(false);
   });
 
-  it("the same call with the same result is strong evidence: flagged at top_warn", () => {
+  it("the same call with the same result is strong evidence: flagged at row_warn repeats in a row", () => {
     const s = new Session();
     for (let i = 0; i < t.top_warn + 2; i++) s.bash("cat .omo/boulder.json", 0, '{"status": "completed"}');
-    expect(s.firstFlag).toBe(t.top_warn);
+    expect(s.firstFlag).toBe(t.row_warn + 1);
+    expect(s.firstFlag).toBeLessThan(t.top_warn + 1);
   });
 
   it("the same call with a changing result (polling) is weak: not flagged where the same result would be", () => {
@@ -285,7 +198,7 @@ describe("class 5 and the outcome-aware signals", () => {
     expect(s.flagged).toBe(false);
   });
 
-  it("two calls going round with the same answers are a cycle; with changing answers, or across a landing, not", () => {
+  it("three calls going round with the same answers are a cycle; with changing answers, or across a landing, not", () => {
     const usage = "Usage: search_file <search_term> [<file>]";
     const stuck = new Session();
     stuck.read("a.py", "one");
@@ -293,16 +206,18 @@ describe("class 5 and the outcome-aware signals", () => {
     for (let i = 0; i < t.cycle_warn; i++) {
       stuck.call("grep", { pattern: "_skip", path: "a.py" }, usage, { status: "error" });
       stuck.call("grep", { pattern: "_skip", path: `${DIR}/src/a.py` }, "Found 5 matches");
+      stuck.read("src/a.py", "def _skip(): pass");
     }
-    expect(stuck.verdict).not.toBe("ok");
+    expect(stuck.firstFlag).toBe(21 + 3 * t.cycle_warn);
     expect(stuck.forest.get("s")?.lastVerdict.reason).toBe("cycle");
     // each call alone stays under top_warn: the cycle is what flags it
     expect(t.cycle_warn).toBeLessThan(t.top_warn);
-    // polling two status commands while a build moves: the answers change, no cycle
+    // polling three status commands while a build moves: the answers change, no cycle
     const polling = new Session();
     for (let i = 0; i < 3 * t.cycle_warn; i++) {
       polling.bash("sh ci/status.sh", 0, `step ${i}/40`);
       polling.bash("tail -n 1 build.log", 0, `compiling module ${i}`);
+      polling.read("build.log", `line ${i}`);
     }
     expect(polling.flagged).toBe(false);
     // the same pair between landed edits: every edit starts a new stretch

@@ -177,8 +177,10 @@ describe("transitions only", () => {
     ]);
     expect(ws[0]?.rootId).toBe("root");
     expect(ws[0]?.parentId).toBe("root");
-    expect(ws[0]?.reason).toBe("repeat_target");
-    expect(ws[0]?.signals.topRepeat?.count).toBe(t.top_warn);
+    // the same read in a row: flagged at row_warn repeats, before top_warn reads
+    expect(ws[0]?.reason).toBe("in_a_row");
+    expect(ws[0]?.signals.inARow?.repeats).toBe(t.row_warn);
+    expect(ws[0]?.signals.topRepeat?.count).toBe(t.row_warn + 1);
     expect(perCall.filter((n) => n > 0).length).toBe(all.length);
     const back = f
       .observe(edit("w", "root", "navbar.js", "a", "b"))

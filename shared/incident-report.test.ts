@@ -114,6 +114,9 @@ describe("incident report format (spec section 5)", () => {
     const reasons: FlagReason[] = [
       "duplicates",
       "repeat_target",
+      "in_a_row",
+      "cycle",
+      "retrace",
       "fail_streak",
       "whole_session",
       "continuations",
@@ -127,6 +130,8 @@ describe("incident report format (spec section 5)", () => {
     expect(new Set(lines).size).toBe(reasons.length);
     for (const l of lines) expect(l).toMatch(/^Avoid: \S/);
     expect(avoidLine("flip_flop", base())).toContain("back and forth");
+    expect(avoidLine("retrace", base())).toContain("in the same order");
+    expect(avoidLine("in_a_row", base())).toContain("same call again and again");
     expect(avoidLine("read_only_failures", base())).toContain("missing");
     expect(avoidLine(null, base())).toBe(avoidLine("ceiling", base()));
   });

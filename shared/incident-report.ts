@@ -20,8 +20,12 @@ const AVOID: Record<FlagReason, string> = {
     "re-reading and re-running the same things, since calls repeat without edits. Give the worker the exact edit to make, and require an on-disk diff or commit before it reports done.",
   repeat_target:
     "going back to the same target over and over. Name the one change needed there, make it, and move on; if it cannot be made, report why instead of retrying.",
+  in_a_row:
+    "sending the same call again and again, which answers the same each time. Its answer will not change: act on it, or report what blocks it.",
   cycle:
     "going round the same few calls, which answer the same each time. Use what they already returned: make the change, or report what blocks it.",
+  retrace:
+    "redoing a sweep already done (the same reads and searches again, in the same order, with the same answers). Work from what the first pass returned: make the change, or report what is missing.",
   fail_streak:
     "retrying a call that keeps failing the same way. Read the error once, change the approach (different path, different command), or report the blocker.",
   whole_session:

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { quietSignals } from "./_test-signals.ts";
 import { configSchema } from "./config.ts";
 import { judge, sinceLanded } from "./judge.ts";
-import type { Signals } from "./types.ts";
+import type { FlagReason, Signals } from "./types.ts";
 
 const t = configSchema.parse({}).thresholds;
 
@@ -100,6 +100,44 @@ describe("worker: both conditions must hold", () => {
     // not without the stall condition, and never for a read-only agent (its rules are its own)
     expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, cycle: cycle(50) }), t).verdict).toBe("ok");
     expect(judge(sig({ readOnly: true, cycle: cycle(50) }), t).verdict).toBe("ok");
+  });
+
+  /** Below warn ok, at warn stalling, at loop looping; never without the stall condition. */
+  function expectLevels(reason: FlagReason, at: (n: number) => Partial<Signals>, warn: number, loop: number) {
+    expect(judge(sig({ ...stalled, ...at(warn - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ ...stalled, ...at(warn) }), t)).toEqual({ verdict: "stalling", reason });
+    expect(judge(sig({ ...looped, ...at(loop) }), t)).toEqual({ verdict: "looping", reason });
+    expect(judge(sig({ turnsSinceLanded: t.stall_turns - 1, ...at(10 * loop) }), t).verdict).toBe("ok");
+  }
+
+  it("in a row, same results: below row_warn repeats ok, at it stalling, at row_loop looping", () => {
+    const row = (repeats: number) => ({
+      inARow: { period: 2 as const, repeats, tool: "grep", target: "src" },
+    });
+    expectLevels("in_a_row", row, t.row_warn, t.row_loop);
+    // read-only agents: the same call in a row is counted by top_ro_warn
+    expect(judge(sig({ readOnly: true, ...row(50) }), t).verdict).toBe("ok");
+  });
+
+  it("a retrace: below retrace_warn different calls ok, at it stalling, at retrace_loop looping", () => {
+    const retrace = (distinct: number) => ({
+      period: 12,
+      calls: distinct,
+      distinct,
+      tool: "read",
+      target: "a",
+    });
+    expectLevels("retrace", (n) => ({ retrace: retrace(n) }), t.retrace_warn, t.retrace_loop);
+    // many calls but few different ones (a short alternation seen at a long period) is not enough
+    const few = { period: 9, calls: 40, distinct: t.retrace_warn - 1, tool: "read", target: "a" };
+    expect(judge(sig({ ...looped, retrace: few }), t).verdict).toBe("ok");
+    // read-only agents are only warned, at the workers' looping level, with no stall condition
+    expect(judge(sig({ readOnly: true, retrace: retrace(t.retrace_loop - 1) }), t).verdict).toBe("ok");
+    expect(judge(sig({ readOnly: true, retrace: retrace(t.retrace_loop) }), t)).toEqual({
+      verdict: "stalling",
+      reason: "retrace",
+    });
+    expect(judge(sig({ readOnly: true, retrace: retrace(10 * t.retrace_loop) }), t).verdict).toBe("stalling");
   });
 
   it("flip-flops: below flip_warn ok, at flip_warn stalling, at flip_loop looping", () => {

@@ -10,7 +10,9 @@ interface Level {
   dup: number;
   fail: number;
   top: number;
+  row: number;
   cycle: number;
+  retrace: number;
   flip: number;
 }
 
@@ -19,7 +21,9 @@ function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
   if (s.failStreak >= lvl.fail) return "fail_streak";
   if (s.flipFlops >= lvl.flip) return "flip_flop";
   if (s.topSame && s.topSame.count >= lvl.top) return "repeat_target";
+  if (s.inARow && s.inARow.repeats >= lvl.row) return "in_a_row";
   if (s.cycle && s.cycle.reps >= lvl.cycle) return "cycle";
+  if (s.retrace && s.retrace.distinct >= lvl.retrace) return "retrace";
   // a share is compared with a little slack: 9/20 computed in floating point is just under 0.45
   if (s.windowSize >= t.min_calls && s.repeatShare >= lvl.dup - 1e-9) return "duplicates";
   if (s.injectedSinceLanded >= t.continuation_warn) return "continuations";
@@ -45,7 +49,9 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
     dup: t.dup_loop,
     fail: t.fail_loop,
     top: t.top_loop,
+    row: t.row_loop,
     cycle: t.cycle_loop,
+    retrace: t.retrace_loop,
     flip: t.flip_loop,
   };
   const warnLvl = {
@@ -54,7 +60,9 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
     dup: t.dup_warn,
     fail: t.fail_warn,
     top: t.top_warn,
+    row: t.row_warn,
     cycle: t.cycle_warn,
+    retrace: t.retrace_warn,
     flip: t.flip_warn,
   };
   if (stalled(since, usd, loopLvl)) {
@@ -85,6 +93,9 @@ function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
   if (cum >= Math.max(t.cum_loop, 2 * t.top_ro_loop)) return { verdict: "looping", reason: "whole_session" };
   if (s.failStreak >= t.fail_warn) return { verdict: "stalling", reason: "read_only_failures" };
   if (top >= t.top_ro_warn) return { verdict: "stalling", reason: "read_only_repeat" };
+  // No labelled read-only runs to tune on: a sweep redone only warns, at the workers' looping level.
+  // (The same call in a row is counted by top_ro_warn above.)
+  if ((s.retrace?.distinct ?? 0) >= t.retrace_loop) return { verdict: "stalling", reason: "retrace" };
   if (cum >= Math.max(t.cum_warn, t.top_ro_loop)) return { verdict: "stalling", reason: "whole_session" };
   if (s.windowSize >= t.window && s.novelty < t.novelty_ro_warn)
     return { verdict: "stalling", reason: "read_only_novelty" };

@@ -221,9 +221,9 @@ describe("flip-flop: changes that undo or repeat an earlier change", () => {
     expect(landed).toEqual([true, false, false, false, false, false, false, false]);
     expect(flips).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(d.events.filter((e) => e.reverted)).toHaveLength(7);
-    // flagged: as flip-flops, or first as the same edit with the same result again and again
+    // flagged: as flip-flops, or first as the same (two) edits with the same results again and again
     const flagged = d.changes.find((c) => c.verdict !== "ok");
-    expect(["flip_flop", "repeat_target"]).toContain(flagged?.reason);
+    expect(["flip_flop", "repeat_target", "in_a_row"]).toContain(flagged?.reason);
     expect(d.verdict.verdict).not.toBe("ok");
   });
 

@@ -183,13 +183,15 @@ describe("replay and sweep", () => {
       calls: 12,
       landed: 0,
       worst: "stalling",
-      first_flag_call: policy.thresholds.top_warn,
-      reason: "repeat_target",
+      // the same read in a row: the sixth is the fifth repeat
+      first_flag_call: policy.thresholds.row_warn + 1,
+      reason: "in_a_row",
     });
     expect(a?.dup_share).toBeCloseTo(11 / 12, 3);
     expect(a?.top_target).toBe("read a.js");
     expect(a?.timeline).toHaveLength(12);
-    expect(a?.timeline[policy.thresholds.top_warn - 1]?.verdict).toBe("stalling");
+    expect(a?.timeline[policy.thresholds.row_warn]?.verdict).toBe("stalling");
+    expect(a?.timeline[policy.thresholds.row_warn - 1]?.verdict).toBe("ok");
     expect(a?.timeline[0]?.verdict).toBe("ok");
     expect(b).toMatchObject({ id: "fine", calls: 12, landed: 4, worst: "ok", first_flag_call: null });
     expect(b?.usd).toBeCloseTo(0.12, 6);
@@ -228,6 +230,7 @@ describe("replay and sweep", () => {
     expect(grid({ top_warn: [4, 6], dup_warn: [0.3, 0.5] })).toHaveLength(4);
     const row = evaluateCandidate([stuck, fine], labels, policy, {
       top_warn: 50,
+      row_warn: 50,
       dup_warn: 1,
       cum_warn: 50,
       ceiling_turns: 1000,

@@ -22,6 +22,8 @@ export interface TimelineTick {
   landed: boolean;
   failed: boolean;
   verdict: Verdict;
+  /** The rule behind the verdict (null while ok). */
+  reason: FlagReason | null;
 }
 
 export interface ReplayResult {
@@ -213,6 +215,7 @@ function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boole
         landed: event.landed,
         failed: event.failed,
         verdict: f.get(event.sessionId)?.lastVerdict.verdict ?? "ok",
+        reason: f.get(event.sessionId)?.lastVerdict.reason ?? null,
       });
   });
   return tree.sessions.map((s) => {

@@ -240,12 +240,22 @@ describe("verdicts from real call streams, at their boundaries", () => {
     expect(firstFlag(js)).toEqual({ call: t.fail_warn, verdict: "stalling", reason: "fail_streak" });
   });
 
-  it("a worker re-reading one file flags at top_warn", () => {
+  it("a worker re-reading one file flags at row_warn repeats in a row, or at top_warn reads spread out", () => {
     const js = run(
       tracker(),
       Array.from({ length: 10 }, () => read("navbar.js")),
     );
-    expect(firstFlag(js)).toEqual({ call: t.top_warn, verdict: "stalling", reason: "repeat_target" });
+    expect(firstFlag(js)).toEqual({ call: t.row_warn + 1, verdict: "stalling", reason: "in_a_row" });
+    // two new reads between each: nothing in a row, so the count in the window decides
+    const spread = run(
+      tracker(),
+      Array.from({ length: 3 * t.top_warn }, (_, i) => (i % 3 ? read(`other${i}.js`) : read("navbar.js"))),
+    );
+    expect(firstFlag(spread)).toEqual({
+      call: 3 * t.top_warn - 2,
+      verdict: "stalling",
+      reason: "repeat_target",
+    });
   });
 
   it("sliced reading of one big file is never flagged", () => {

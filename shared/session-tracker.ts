@@ -55,6 +55,8 @@ type WindowSignals = Pick<
   | "topSame"
   | "cumRepeat"
   | "cycle"
+  | "inARow"
+  | "retrace"
   | "mostRepeated"
 >;
 
@@ -325,6 +327,8 @@ export class SessionTracker {
       topSame: topSame ? repeat(this.labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
       cumRepeat: cum ? repeat(cum.label, cum.count) : null,
       cycle: this.cycle.current(),
+      inARow: this.cycle.row(),
+      retrace: this.cycle.retrace(),
       mostRepeated: this.sessionTop
         .top(3)
         .filter((e) => e.count > 1)
@@ -366,6 +370,8 @@ export class SessionTracker {
       topSame: w.topSame,
       cumRepeat: w.cumRepeat,
       cycle: w.cycle,
+      inARow: w.inARow,
+      retrace: w.retrace,
       mostRepeated: [...w.mostRepeated],
       novelty: n ? this.novelInWindow / n : 1,
       callsSinceNovel: this.callsSinceNovel,

@@ -1,7 +1,7 @@
 // Plain values that flow through the detection core. Nothing here holds tool
 // arguments, file contents or command output: only hashes, coarse targets,
 // exit codes, booleans and counts.
-import type { CycleInfo } from "./cycle.ts";
+import type { CycleInfo, RetraceInfo, RowInfo } from "./cycle.ts";
 
 export type Verdict = "ok" | "stalling" | "looping";
 export const VERDICT_RANK: Record<Verdict, number> = { ok: 0, stalling: 1, looping: 2 };
@@ -121,7 +121,9 @@ export type Observation =
 export type FlagReason =
   | "duplicates"
   | "repeat_target"
+  | "in_a_row"
   | "cycle"
+  | "retrace"
   | "fail_streak"
   | "whole_session"
   | "continuations"
@@ -172,6 +174,10 @@ export interface Signals {
   cumRepeat: RepeatInfo | null;
   /** Two to four calls going round with the same results, in the current stretch (shared/cycle.ts). */
   cycle: CycleInfo | null;
+  /** The same call, or two calls in turn, repeated in a row with the same answers (shared/cycle.ts). */
+  inARow: RowInfo | null;
+  /** Four or more different calls done again in the same order with the same answers (shared/cycle.ts). */
+  retrace: RetraceInfo | null;
   /** Most repeated calls over the whole session, for the report. */
   mostRepeated: RepeatInfo[];
   /** New targets per call in the window. */

@@ -118,10 +118,24 @@ describe("wire: transitions built from real verdict changes", () => {
       same_result: { target: "read admin/frontend/navbar.js", count: c.signals.topSame?.count },
       fail_target: null,
       cycle: null,
+      in_a_row: {
+        target: "read admin/frontend/navbar.js",
+        period: 1,
+        repeats: c.signals.inARow?.repeats,
+      },
+      retrace: null,
     });
-    // An evidence from before cycles were reported still passes.
-    const { cycle: _c, ...before } = t.evidence ?? {};
+    expect(t.evidence?.in_a_row?.repeats).toBeGreaterThanOrEqual(2);
+    // An evidence from before cycles, repeats in a row and retraces were reported still passes.
+    const { cycle: _c, in_a_row: _r, retrace: _t, ...before } = t.evidence ?? {};
     expect(parseProgressBody({ ...t, evidence: before }).ok).toBe(true);
+    const retrace = { target: "read src/a.py", period: 7, calls: 5, distinct: 5 };
+    expect(parseProgressBody({ ...t, evidence: { ...t.evidence, retrace } }).ok).toBe(true);
+    const badPeriod = parseProgressBody({
+      ...t,
+      evidence: { ...t.evidence, in_a_row: { ...t.evidence?.in_a_row, period: 3 } },
+    });
+    expect(!badPeriod.ok && badPeriod.errors[0]).toMatch(/^evidence\.in_a_row\.period: /);
     // Nothing but the coarse target (the path under the project) travels.
     expect(JSON.stringify(t.evidence)).not.toContain("/r/");
     const { evidence: _e, ...old } = t;

@@ -76,6 +76,16 @@ export const wireEvidenceSchema = z.strictObject({
     .strictObject({ target, period: z.number().int().min(2).max(16), reps: count })
     .nullable()
     .optional(),
+  /** The same call, or two calls in turn (period 1 or 2), repeated in a row with the same results. */
+  in_a_row: z
+    .strictObject({ target, period: z.number().int().min(1).max(2), repeats: count })
+    .nullable()
+    .optional(),
+  /** Different calls done again in the same order with the same results: the latest, the period, how many. */
+  retrace: z
+    .strictObject({ target, period: z.number().int().min(2).max(64), calls: count, distinct: count })
+    .nullable()
+    .optional(),
 });
 export type WireEvidence = z.infer<typeof wireEvidenceSchema>;
 
@@ -301,6 +311,17 @@ export function toWireEvidence(s: Signals): WireEvidence {
     fail_target: s.failTarget === null ? null : s.failTarget.slice(0, 300),
     cycle: s.cycle
       ? { target: repeatText(s.cycle), period: s.cycle.period, reps: clampCount(s.cycle.reps) }
+      : null,
+    in_a_row: s.inARow
+      ? { target: repeatText(s.inARow), period: s.inARow.period, repeats: clampCount(s.inARow.repeats) }
+      : null,
+    retrace: s.retrace
+      ? {
+          target: repeatText(s.retrace),
+          period: s.retrace.period,
+          calls: clampCount(s.retrace.calls),
+          distinct: clampCount(s.retrace.distinct),
+        }
       : null,
   };
 }

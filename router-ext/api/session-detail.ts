@@ -34,6 +34,11 @@ export const evidenceViewSchema = z.object({
   fail_target: z.nullable(z.string()),
   /** Absent in transitions from before cycles were reported. */
   cycle: z.optional(z.nullable(z.object({ target: z.string(), period: z.number(), reps: z.number() }))),
+  /** Absent in transitions from before repeats in a row and retraces were reported. */
+  in_a_row: z.optional(z.nullable(z.object({ target: z.string(), period: z.number(), repeats: z.number() }))),
+  retrace: z.optional(
+    z.nullable(z.object({ target: z.string(), period: z.number(), calls: z.number(), distinct: z.number() })),
+  ),
 });
 export type EvidenceView = z.infer<typeof evidenceViewSchema>;
 

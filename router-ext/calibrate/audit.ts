@@ -15,6 +15,12 @@ export interface Figures {
   /** Over the loops caught: 1-based call of the first flag. */
   medianFirstFlag: number | null;
   maxFirstFlag: number | null;
+  /**
+   * Over the loops caught whose label gives a start ("calls X-Y"): calls from
+   * that start to the first flag (negative: flagged before it). Null when none does.
+   */
+  medianFromStart: number | null;
+  maxFromStart: number | null;
 }
 
 /** First flags against the labelled loop starts ("calls X-Y" in a loop's note). */
@@ -64,17 +70,25 @@ export interface Audit {
   sets: SetAudit[];
 }
 
-/** The figures over the sessions in `results` that `labels` labels. */
-export function figures(results: readonly ReplayResult[], labels: Readonly<Record<string, Label>>): Figures {
+/** The figures over the sessions in `results` that `labels` labels; `starts`: the labelled loop starts. */
+export function figures(
+  results: readonly ReplayResult[],
+  labels: Readonly<Record<string, Label>>,
+  starts: Readonly<Record<string, number>> = {},
+): Figures {
   let loops = 0;
   let healthy = 0;
   let healthyFlagged = 0;
   const firsts: number[] = [];
+  const fromStart: number[] = [];
   for (const r of results) {
     const l = labels[r.id];
     if (l === "loop") {
       loops++;
-      if (r.first_flag_call !== null) firsts.push(r.first_flag_call);
+      if (r.first_flag_call === null) continue;
+      firsts.push(r.first_flag_call);
+      const start = starts[r.id];
+      if (start !== undefined) fromStart.push(r.first_flag_call - start);
     } else if (l === "healthy") {
       healthy++;
       if (r.worst !== "ok") healthyFlagged++;
@@ -87,6 +101,8 @@ export function figures(results: readonly ReplayResult[], labels: Readonly<Recor
     healthyFlagged,
     medianFirstFlag: median(firsts),
     maxFirstFlag: firsts.length ? Math.max(...firsts) : null,
+    medianFromStart: median(fromStart),
+    maxFromStart: fromStart.length ? Math.max(...fromStart) : null,
   };
 }
 
@@ -160,8 +176,13 @@ export function auditSet(
     name: set.name,
     labelled: labelCounts(set.labels, [...loaded]),
     notLoaded: Object.keys(set.labels).filter((id) => !loaded.has(id)).length,
-    all: figures(mine, set.labels),
-    halves: opts.split ? { A: figures(inHalf("A"), set.labels), B: figures(inHalf("B"), set.labels) } : null,
+    all: figures(mine, set.labels, set.loopStarts),
+    halves: opts.split
+      ? {
+          A: figures(inHalf("A"), set.labels, set.loopStarts),
+          B: figures(inHalf("B"), set.labels, set.loopStarts),
+        }
+      : null,
     loopStarts: loopStarts(mine, set),
     falseFlags,
     missed,

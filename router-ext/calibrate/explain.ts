@@ -8,6 +8,8 @@ import {
   type Policy,
   type RepeatInfo,
   type ReplaySession,
+  type RetraceInfo,
+  type RowInfo,
   SessionForest,
   type Signals,
   sinceLanded,
@@ -29,6 +31,8 @@ export interface Snapshot {
   topSame: RepeatInfo | null;
   cumRepeat: RepeatInfo | null;
   cycle: CycleInfo | null;
+  inARow: RowInfo | null;
+  retrace: RetraceInfo | null;
   windowSize: number;
   repeatShare: number;
   injectedSinceLanded: number;
@@ -55,6 +59,8 @@ export interface Peaks {
   flipFlops: number;
   topSame: RepeatInfo | null;
   cycle: CycleInfo | null;
+  inARow: RowInfo | null;
+  retrace: RetraceInfo | null;
   repeatShare: number;
   injectedSinceLanded: number;
   cumRepeat: RepeatInfo | null;
@@ -82,6 +88,8 @@ function snapshot(s: Signals): Snapshot {
     topSame: copy(s.topSame),
     cumRepeat: copy(s.cumRepeat),
     cycle: s.cycle ? { ...s.cycle } : null,
+    inARow: s.inARow ? { ...s.inARow } : null,
+    retrace: s.retrace ? { ...s.retrace } : null,
     windowSize: s.windowSize,
     repeatShare: s.repeatShare,
     injectedSinceLanded: s.injectedSinceLanded,
@@ -101,6 +109,8 @@ export function noPeaks(): Peaks {
     flipFlops: 0,
     topSame: null,
     cycle: null,
+    inARow: null,
+    retrace: null,
     repeatShare: 0,
     injectedSinceLanded: 0,
     cumRepeat: null,
@@ -120,11 +130,13 @@ function addPeak(p: Peaks, s: Snapshot, t: Thresholds): void {
   const stalled = s.since >= t.stall_turns || (t.stall_usd > 0 && s.usdSinceLanded >= t.stall_usd);
   // Read-only agents are judged without the stall condition.
   if (!stalled && !s.readOnly) return;
+  if (s.retrace && (!p.retrace || s.retrace.distinct > p.retrace.distinct)) p.retrace = { ...s.retrace };
   p.stalledMoments++;
   p.failStreak = Math.max(p.failStreak, s.failStreak);
   p.flipFlops = Math.max(p.flipFlops, s.flipFlops);
   p.topSame = higher(p.topSame, s.topSame);
   if (s.cycle && (!p.cycle || s.cycle.reps > p.cycle.reps)) p.cycle = { ...s.cycle };
+  if (s.inARow && (!p.inARow || s.inARow.repeats > p.inARow.repeats)) p.inARow = { ...s.inARow };
   if (s.windowSize >= t.min_calls) p.repeatShare = Math.max(p.repeatShare, s.repeatShare);
   p.injectedSinceLanded = Math.max(p.injectedSinceLanded, s.injectedSinceLanded);
 }
@@ -172,6 +184,10 @@ const fmtShare = (v: number) => v.toFixed(2);
 const repeatText = (r: RepeatInfo) => `${r.tool} ${r.target} x${r.count}`;
 const cycleText = (c: CycleInfo) =>
   `${c.period} calls going round (one: ${c.tool} ${c.target}) x${c.reps} turns`;
+const rowText = (r: RowInfo) =>
+  `${r.period === 1 ? `${r.tool} ${r.target}` : `2 calls in turn (one: ${r.tool} ${r.target})`} repeated ${r.repeats} times in a row`;
+const retraceText = (r: RetraceInfo) =>
+  `${r.distinct} different calls redone in order, period ${r.period} (latest: ${r.tool} ${r.target})`;
 
 /** The rule and the values behind a flag, e.g. "repeat_target: read src/x.py x6 same result (top_warn 6), ...". */
 export function describeFlag(f: FirstFlag, t: Thresholds): string {
@@ -193,8 +209,14 @@ export function describeFlag(f: FirstFlag, t: Thresholds): string {
       return `flip_flop: ${s.flipFlops} changes that repeat or undo an earlier one (${k("flip_warn", "flip_loop")}), ${stall()}`;
     case "repeat_target":
       return `repeat_target: ${s.topSame ? repeatText(s.topSame) : "?"} same result (${k("top_warn", "top_loop")}), ${stall()}`;
+    case "in_a_row":
+      return `in_a_row: ${s.inARow ? rowText(s.inARow) : "?"} (${k("row_warn", "row_loop")}), ${stall()}`;
     case "cycle":
       return `cycle: ${s.cycle ? cycleText(s.cycle) : "?"} (${k("cycle_warn", "cycle_loop")}), ${stall()}`;
+    case "retrace":
+      return s.readOnly
+        ? `retrace: ${s.retrace ? retraceText(s.retrace) : "?"} (read-only agents: retrace_loop ${t.retrace_loop})`
+        : `retrace: ${s.retrace ? retraceText(s.retrace) : "?"} (${k("retrace_warn", "retrace_loop")}), ${stall()}`;
     case "read_only_repeat":
       return `read_only_repeat: ${s.topSame ? repeatText(s.topSame) : "?"} same result (${k("top_ro_warn", "top_ro_loop")})`;
     case "duplicates":
@@ -227,7 +249,8 @@ export function describeMiss(p: Peaks, t: Thresholds): string {
       p.lowestNovelty === null
         ? "the window never filled"
         : `lowest novelty ${fmtShare(p.lowestNovelty)} (novelty_ro_warn ${t.novelty_ro_warn})`;
-    return `read-only agent, peaks: ${top("top_ro_warn")}, ${fail}, ${novelty}; ${cum}`;
+    const retrace = `retrace ${p.retrace ? retraceText(p.retrace) : "none"} (retrace_loop ${t.retrace_loop})`;
+    return `read-only agent, peaks: ${top("top_ro_warn")}, ${fail}, ${retrace}, ${novelty}; ${cum}`;
   }
   const since = `at most ${p.since} ${p.sinceUnit} since landed (stall_turns ${t.stall_turns})`;
   if (!p.stalledMoments) return `never stalled: ${since}; ${cum}`;
@@ -236,7 +259,9 @@ export function describeMiss(p: Peaks, t: Thresholds): string {
     fail,
     `flip-flops ${p.flipFlops} (flip_warn ${t.flip_warn})`,
     `repeat share ${fmtShare(p.repeatShare)} (dup_warn ${t.dup_warn}, judged from ${t.min_calls} calls)`,
+    `in a row ${p.inARow ? rowText(p.inARow) : "none"} (row_warn ${t.row_warn})`,
     `cycle ${p.cycle ? cycleText(p.cycle) : "none"} (cycle_warn ${t.cycle_warn})`,
+    `retrace ${p.retrace ? retraceText(p.retrace) : "none"} (retrace_warn ${t.retrace_warn})`,
     `continuations ${p.injectedSinceLanded} (continuation_warn ${t.continuation_warn})`,
   ]
     .join(", ")

@@ -48,12 +48,16 @@ export async function loadLabelsFrom(
       `--labels-from: the router's labels need the admin token: set STALLGUARD_ADMIN_TOKEN or create ${secretFilePaths(env).admin}`,
     );
   const url = labelsUrl(source);
-  let res: Response;
-  try {
-    res = await fetchImpl(url, {
+  const get = () =>
+    fetchImpl(url, {
       headers: { authorization: `Bearer ${token}`, accept: "application/json" },
       signal: AbortSignal.timeout(10_000),
     });
+  let res: Response;
+  try {
+    // One retry for a GET whose pooled connection the router had just closed
+    // (keep-alive expiry while a sweep held the event loop); a timeout is final.
+    res = await get().catch((err: Error) => (err.name === "TimeoutError" ? Promise.reject(err) : get()));
   } catch (err) {
     throw new Error(`--labels-from: the router at ${source} did not answer: ${(err as Error).message}`);
   }

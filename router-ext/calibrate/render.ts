@@ -200,6 +200,8 @@ function figureCells(name: string, f: Figures): string[] {
     `${f.healthyFlagged}/${f.healthy}`,
     orDash(f.medianFirstFlag),
     orDash(f.maxFirstFlag),
+    orDash(f.medianFromStart),
+    orDash(f.maxFromStart),
   ];
 }
 
@@ -207,7 +209,7 @@ function renderSet(a: SetAudit, details: boolean): string[] {
   const l = a.labelled;
   const head = `labelled set ${ascii(a.name)}: ${l.loop} loop, ${l.healthy} healthy, ${l.unclear} unclear loaded${a.notLoaded ? ` (${a.notLoaded} labelled session(s) not among those loaded)` : ""}`;
   const rows = [
-    ["", "loops caught", "healthy flagged", "first flag median", "max"],
+    ["", "loops caught", "healthy flagged", "first flag median", "max", "from start median", "max"],
     figureCells("all", a.all),
     ...(a.halves ? [figureCells("half A", a.halves.A), figureCells("half B", a.halves.B)] : []),
   ];
@@ -215,8 +217,10 @@ function renderSet(a: SetAudit, details: boolean): string[] {
   const s = a.loopStarts;
   if (s) {
     out.push(
-      `  labelled loop start (notes "calls X-Y"), ${s.loops} caught loop(s): median start call ${orDash(s.medianStart)}, median first flag ${orDash(s.medianFirstFlag)}, ${s.flaggedBeforeStart} flagged before the labelled start`,
+      `  labelled loop start (notes "calls X-Y"), ${s.loops} caught loop(s): median start call ${orDash(s.medianStart)}, median first flag ${orDash(s.medianFirstFlag)}, ${s.flaggedBeforeStart} flagged before the labelled start; "from start": calls from the labelled start to the first flag`,
     );
+  } else if (a.all.loopsCaught) {
+    out.push(`  no loop note gives its start ("calls X-Y"): calls from the start are not measured`);
   }
   if (!details) return out;
   const half = (h: string) => (a.halves ? ` [half ${h}]` : "");

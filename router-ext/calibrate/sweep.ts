@@ -56,12 +56,17 @@ export function runSweep(...args: Parameters<typeof sweepPrepared>): SweepResult
   };
 }
 
-/** The default grid: the knobs that decide when a stall is first flagged, around the defaults. */
+/**
+ * The default grid: the knobs that decide when a stall is first flagged,
+ * around the defaults (each shipped value is on it), 486 candidates.
+ */
 export const DEFAULT_AXES: { [K in keyof Thresholds]?: number[] } = {
-  stall_turns: [2, 3, 4, 6, 8],
-  dup_warn: [0.25, 0.3, 0.4, 0.5],
-  top_warn: [4, 6, 8, 12],
-  fail_warn: [3, 4, 6],
+  stall_turns: [3, 5, 7],
+  dup_warn: [0.3, 0.4, 0.5],
+  top_warn: [5, 7, 10],
+  fail_warn: [4, 8],
+  row_warn: [3, 5, 7],
+  retrace_warn: [3, 4, 6],
 };
 
 /**

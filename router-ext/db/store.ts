@@ -17,17 +17,22 @@ import type {
   WatchdogTickView,
 } from "../api/schemas.ts";
 import { type LabelsDoc, labelOfMark, type SessionDetail } from "../api/session-detail.ts";
+import { type GateFactChange, GateFacts } from "../gate/facts.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "../gate/store.ts";
+import { decideGate, usableSessionId } from "../modes/gate-decision.ts";
 import { ModesStore } from "../modes/store.ts";
+import { observeGateFacts, readGateFacts } from "./gate-facts.ts";
+import { GateWrites } from "./gate-writes.ts";
 import { type IngestOptions, type IngestResult, ingestMessages } from "./ingest.ts";
 import { type MarkResult, markSession } from "./mark-session.ts";
 import { openTables, type Tables } from "./open-tables.ts";
 import { readSessionDetail } from "./session-detail.ts";
 import type { KnobOverride } from "./tables/knobs.ts";
 import type { MarkKind } from "./tables/marks.ts";
-import { type RefusalRow, refusalView } from "./tables/refusals.ts";
+import { refusalView } from "./tables/refusals.ts";
 import { sessionView } from "./views.ts";
-import { WriteQueue } from "./write-queue.ts";
+import { databaseWritable } from "./writable.ts";
+import { isUnavailable, WriteQueue } from "./write-queue.ts";
 
 export type { FreshTransition, IngestOptions, IngestResult, PlanFn } from "./ingest.ts";
 export type { MarkResult } from "./mark-session.ts";
@@ -74,106 +79,103 @@ export class Store implements GateStore {
   readonly tables: Tables;
   /** The modes' durable half: scoped refusals, directives, context caps (router-ext/modes/store.ts). */
   readonly modes: ModesStore;
-  /** The gate's writes (identity, refusal counts, request records) wait here while another process holds the lock. */
+  /**
+   * The gate's writes (identity, refusal counts, request records): batched
+   * off the request path, waiting while another process holds the lock or
+   * the database refuses writes.
+   */
   readonly writes: WriteQueue;
+  /** What the gate decides on, in memory (loaded at start, kept current by every write). */
+  readonly facts = new GateFacts();
   private readonly now: () => number;
+  /** Fact changes of the transaction under way (tx), applied once it commits. */
+  private changes: GateFactChange[] | null = null;
+  private readonly gateWrites: GateWrites;
 
   constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
-    this.tables = openTables(db);
+    const raw = openTables(db);
+    this.tables = observeGateFacts(raw, (c) => this.changed(c));
     this.modes = new ModesStore(this.tables);
     this.now = opts.now ?? Date.now;
-    this.writes = new WriteQueue(opts.log ? { log: opts.log } : {});
+    this.writes = new WriteQueue({
+      transaction: (fn) => db.transaction(fn)(),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
+    // The gate's own writes go to the tables unobserved: the facts learnt them first.
+    this.gateWrites = new GateWrites(raw, this.modes, this.writes);
+    this.facts.reload(readGateFacts(db));
   }
 
   /** Stores one POST /progress body atomically. A transition id seen before is a duplicate, not re-applied. */
   ingest(messages: readonly ProgressMessage[], opts: IngestOptions): IngestResult {
-    return this.db.transaction(() => ingestMessages(this.tables, this.modes, messages, opts))();
+    return this.tx(() => ingestMessages(this.tables, this.modes, messages, opts));
   }
 
   // ---- GateStore ----------------------------------------------------------
 
   /**
    * Learns the caller's identity (parent -> root) and answers whether its
-   * session or tree is stopped. While another process holds the write lock the
-   * answer is read without writing (peek) and the learning waits in the queue.
+   * session or tree is stopped, from the facts in memory (decideGate). What
+   * it learnt and the refusal count are written after this turn of the event
+   * loop, in one batch; while the database refuses writes the answer is
+   * marked degraded (a known refusal stays refused, an unknown session passes).
    */
   decide(identity: GateIdentity, now = this.now()): GateDecision {
     const sessionId = identity.sessionId;
-    if (sessionId === null || sessionId.length === 0 || sessionId.length > 200) {
-      return { refused: false, scope: null, reason: null, rootId: null };
-    }
-    let answer: GateDecision | null = null;
-    this.writes.run("gate identity", () => {
-      answer = this.db.transaction(() => this.judge(identity, sessionId, now, true))();
-    });
-    return answer ?? this.peek(identity);
+    this.facts.learn(identity);
+    const d = decideGate(this.facts, identity);
+    if (!usableSessionId(sessionId)) return d;
+    this.gateWrites.learn(identity, sessionId, now);
+    if (d.refused && d.scope !== null && d.refusedAt !== undefined)
+      this.gateWrites.countRefusal(sessionId, d.scope, d.refusedAt, now);
+    return this.writes.failing === null ? d : { ...d, degraded: true };
   }
 
   /** The answer decide gives, learning and counting nothing (GET /gate/{id}, GET /v1/models). */
   peek(identity: GateIdentity): GateDecision {
-    const sessionId = identity.sessionId;
-    if (sessionId === null || sessionId.length === 0 || sessionId.length > 200) {
-      return { refused: false, scope: null, reason: null, rootId: null };
-    }
-    return this.judge(identity, sessionId, this.now(), false);
+    const d = decideGate(this.facts, identity);
+    return this.writes.failing === null ? d : { ...d, degraded: true };
   }
 
-  private judge(identity: GateIdentity, sessionId: string, now: number, write: boolean): GateDecision {
-    const t = this.tables;
-    if (write) {
-      t.sessions.learn(
-        {
-          session_id: sessionId,
-          parent_id: identity.parent && identity.parent.length <= 200 ? identity.parent : null,
-          root_id: null,
-          agent: identity.agent ? identity.agent.slice(0, 64) : null,
-          source: "gate",
-        },
-        now,
-      );
-      // Headers say a plugin is loaded, not that it reports (that is plugin_seen_at, from /progress).
-      const version = identity.pluginVersion?.slice(0, 64);
-      if (version) t.sessions.headersSeen(sessionId, version, now);
-      if (version && identity.link)
-        t.pluginLinks.seen(
-          {
-            instance_id: identity.link.instanceId,
-            plugin_version: version,
-            report_url: identity.link.reportTo,
-            report_state: identity.link.state,
-          },
-          now,
-        );
-    }
-    const known = t.sessions.get(sessionId) !== undefined;
-    const parent = identity.parent && identity.parent !== sessionId ? identity.parent : null;
-    const rootId = known || !parent ? t.sessions.rootOf(sessionId) : t.sessions.rootOf(parent);
-    const sess = t.refusals.get("session", sessionId);
-    // A recovery's own compaction request passes the scoped refusal it runs under.
-    const compacting = identity.agent === "compaction" && this.modes.refusedByMode(sessionId);
-    if (sess?.state === "stopped" && !compacting) {
-      if (write) this.modes.countRefusal(sessionId, "session", sess.changed_at, now);
-      return { refused: true, scope: "session", reason: refusalReason("session", sess), rootId };
-    }
-    const tree = t.refusals.get("tree", rootId);
-    if (tree?.state === "stopped") {
-      if (write) this.modes.countRefusal(sessionId, "tree", tree.changed_at, now);
-      return { refused: true, scope: "tree", reason: refusalReason("tree", tree), rootId };
-    }
-    const overCap = this.modes.overCap(sessionId, rootId, identity.agent);
-    return { refused: false, scope: null, reason: null, rootId, ...(overCap ? { overCap } : {}) };
-  }
-
-  /** Stores one gate request record (counts, money, timings; never a body). */
+  /** Takes one gate request record (counts, money, timings; never a body); written in the next batch. */
   recordRequest(r: RequestRecord): void {
-    this.writes.run("request record", () =>
-      this.db.transaction(() => {
-        this.tables.requests.insert(r);
-        if (r.refused) this.tables.counters.bump("refusals_total");
-        if (r.session_id !== null) this.tables.sessions.touch(r.session_id, r.started_at);
-      })(),
-    );
+    this.facts.observe(r);
+    this.gateWrites.record(r);
+  }
+
+  /** Writes the gate's waiting batch now (reads do this first, so they see it). */
+  flush(): void {
+    this.writes.flush();
+  }
+
+  /**
+   * Runs `fn` in one transaction after the gate's waiting batch; the facts
+   * take its changes only once it committed. A failure the database causes
+   * (full, read-only) marks writes failing until one works again.
+   */
+  private tx<T>(fn: () => T): T {
+    // The gate's writes first, so the database sees changes in the order the facts did.
+    this.writes.flush();
+    if (this.writes.blocked) this.writes.drain();
+    if (this.changes !== null) return fn();
+    this.changes = [];
+    try {
+      const out = this.db.transaction(fn)();
+      for (const c of this.changes) this.facts.apply(c);
+      this.writes.noteSuccess();
+      return out;
+    } catch (err) {
+      if (isUnavailable(err)) this.writes.noteFailure(err);
+      throw err;
+    } finally {
+      this.changes = null;
+    }
+  }
+
+  private changed(c: GateFactChange): void {
+    if (this.changes !== null) this.changes.push(c);
+    else this.facts.apply(c);
   }
 
   // ---- refusals -----------------------------------------------------------
@@ -187,14 +189,14 @@ export class Store implements GateStore {
     at: number,
     reason: string | null,
   ): RefusalView {
-    this.db.transaction(() => {
+    this.tx(() => {
       this.tables.refusals.set({ scope, key, state, by, at, reason });
       if (state === "running") {
         this.tables.sessions.clearStopped(scope, key);
         // Admin Resume: the hard stop, the cap and the recovery count start over.
         if (scope === "tree") this.modes.resumeTree(key, at);
       }
-    })();
+    });
     return refusalView({ scope, key, state, reason, changed_by: by, changed_at: at });
   }
 
@@ -215,6 +217,7 @@ export class Store implements GateStore {
 
   /** Sessions, most recently seen first. plugin_live: a plugin report within `liveWindowMs`. */
   sessions(opts: { now: number; liveWindowMs: number; limit?: number }): SessionView[] {
+    this.flush();
     return this.tables.sessions.list(opts.limit ?? 2000).map((r) => sessionView(r, opts));
   }
 
@@ -227,6 +230,7 @@ export class Store implements GateStore {
   }
 
   metrics(opts: { now: number; liveWindowMs: number }): MetricsSnapshot {
+    this.flush();
     const t = this.tables;
     return {
       sessionsByVerdict: t.sessions.countByVerdict(),
@@ -250,22 +254,14 @@ export class Store implements GateStore {
   }
 
   /**
-   * Whether the database takes a write transaction now (a read-only file, or a
-   * write lock another process holds, does not). Never waits: /health must keep
-   * answering while the lock is held. Writes nothing.
+   * Whether the database takes writes now: not while its last write failed
+   * (full, I/O error), nor when it is read-only or locked by another process
+   * (db/writable.ts). Writes nothing of its own (the gate's waiting batch is
+   * tried, as the most honest probe) and never waits on the lock.
    */
   writable(): boolean {
-    const wait = this.db.pragma("busy_timeout", { simple: true }) as number;
-    this.db.pragma("busy_timeout = 0");
-    try {
-      this.db.prepare("BEGIN IMMEDIATE").run();
-      this.db.prepare("ROLLBACK").run();
-      return true;
-    } catch {
-      return false;
-    } finally {
-      this.db.pragma(`busy_timeout = ${wait}`);
-    }
+    this.flush();
+    return this.writes.failing === null && databaseWritable(this.db);
   }
 
   /** Plugin instances heard from since `since`. */
@@ -278,6 +274,7 @@ export class Store implements GateStore {
     sessionId: string,
     opts: { now: number; liveWindowMs: number; thresholds: Record<string, number> },
   ): SessionDetail | null {
+    this.flush();
     return readSessionDetail(this.tables, sessionId, opts);
   }
 
@@ -288,7 +285,7 @@ export class Store implements GateStore {
    * a false alarm on a flagged session also lifts every refusal in its tree.
    */
   mark(sessionId: string, kind: MarkKind, by: string, at: number): MarkResult {
-    return this.db.transaction(() => markSession(this.tables, this.modes, { sessionId, kind, by, at }))();
+    return this.tx(() => markSession(this.tables, this.modes, { sessionId, kind, by, at }));
   }
 
   /** Removes a session's mark; returns its tree's root, or null when it had none. */
@@ -333,7 +330,7 @@ export class Store implements GateStore {
   prune(now: number, retentionMs: number): PruneResult {
     const cutoff = now - retentionMs;
     const t = this.tables;
-    return this.db.transaction((): PruneResult => {
+    const pruned = this.tx((): PruneResult => {
       // A resumed refusal older than the window is history only (the log keeps it until pruned too).
       const refusals = t.refusals.prune(cutoff);
       t.treeModes.prune(cutoff);
@@ -348,18 +345,15 @@ export class Store implements GateStore {
         routerRuns: t.routerRuns.prune(cutoff),
         sessions: t.sessions.prune(cutoff),
       };
-    })();
+    });
+    // Pruned sessions and requests leave the facts too: read them again.
+    this.facts.reload(readGateFacts(this.db));
+    this.gateWrites.forget();
+    return pruned;
   }
 
   close(): void {
-    this.writes.drain();
     this.writes.close();
     if (this.db.open) this.db.close();
   }
-}
-
-function refusalReason(scope: RefusalScope, r: RefusalRow): string {
-  const what = scope === "tree" ? "its session tree" : "this session";
-  const why = r.reason ? ` (${r.reason})` : "";
-  return `${what} was stopped by ${r.changed_by} at ${new Date(r.changed_at).toISOString()}${why}`;
 }

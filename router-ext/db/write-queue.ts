@@ -1,10 +1,14 @@
-// Writes that must not freeze the server while another process holds the
-// database's write lock. better-sqlite3 is synchronous: a write that waits on
-// the lock blocks every request, /health included. So the busy timeout is
-// short, and a write that still finds the lock held is queued here and
-// retried on a timer; while the queue holds anything, new writes join it
-// without trying (the lock is known to be held), so the event loop stays free.
-// The queue is bounded (oldest dropped, counted) and reported on /metrics.
+// Writes that must not hold up the server. better-sqlite3 is synchronous: a
+// write that waits on the lock blocks every request, /health included. So
+// the gate's writes (what a request taught, its record) are deferred into a
+// batch written in one transaction, never on a request's path: once the
+// current turn of the event loop is done when the server is quiet, at most
+// every `gapMs` when it is busy (a commit costs as much as dozens of rows,
+// so a busy gate shares one among many requests). A batch that finds the database
+// locked by another process, full, or read-only waits in a bounded queue
+// (oldest dropped, counted) and is retried on a timer; while anything waits,
+// new writes join it without trying, so the event loop stays free. A write
+// that fails for any other reason is dropped, counted and logged once.
 import { single } from "../prom-text.ts";
 
 export interface WriteQueueStats {
@@ -12,74 +16,162 @@ export interface WriteQueueStats {
   busy: number;
   retried: number;
   dropped: number;
+  failed: number;
+}
+
+interface Write {
+  label: string;
+  write: () => void;
 }
 
 /** SQLITE_BUSY and its kin: another connection holds the lock. */
 export function isBusy(err: unknown): boolean {
+  const code = sqliteCode(err);
+  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
+}
+
+/** The database cannot take a write now (locked, full, read-only, I/O error): worth a retry later. */
+export function isUnavailable(err: unknown): boolean {
+  const code = sqliteCode(err);
+  return (
+    isBusy(err) ||
+    ["SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_PERM"].some((c) =>
+      code.startsWith(c),
+    )
+  );
+}
+
+function sqliteCode(err: unknown): string {
   const code = (err as { code?: unknown })?.code;
-  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
+  return typeof code === "string" ? code : "";
+}
+
+export interface WriteQueueOptions {
+  /** Most writes kept waiting; the oldest go first. Default 10,000. */
+  max?: number;
+  /** Retry delay while the lock is held. Default 250 ms; doubled up to maxRetryMs while writes fail. */
+  retryMs?: number;
+  maxRetryMs?: number;
+  /** Writes per transaction. Default 1000. */
+  batchMax?: number;
+  /** Least time between two batches while writes keep coming. Default 10 ms. */
+  gapMs?: number;
+  /** Runs writes as one transaction (db.transaction); default runs them as they are. */
+  transaction?: (writes: () => void) => void;
+  log?: (line: string) => void;
 }
 
 export class WriteQueue {
-  private readonly queue: Array<{ label: string; write: () => void }> = [];
+  /** Deferred writes of this turn of the event loop. */
+  private batch: Write[] = [];
+  /** Writes that met a locked or failing database, oldest first. */
+  private readonly queue: Write[] = [];
   private timer: ReturnType<typeof setTimeout> | null = null;
-  readonly stats: WriteQueueStats = { pending: 0, busy: 0, retried: 0, dropped: 0 };
+  private scheduled: { cancel(): void } | null = null;
+  private lastBatchAt = Number.NEGATIVE_INFINITY;
+  private failingCode: string | null = null;
+  private delay: number;
+  private readonly loggedDrops = new Set<string>();
+  readonly stats: WriteQueueStats = { pending: 0, busy: 0, retried: 0, dropped: 0, failed: 0 };
 
-  constructor(
-    private readonly opts: {
-      max?: number;
-      retryMs?: number;
-      log?: (line: string) => void;
-    } = {},
-  ) {}
+  constructor(private readonly opts: WriteQueueOptions = {}) {
+    this.delay = opts.retryMs ?? 250;
+  }
 
-  /** True while writes wait for the lock. */
+  /** True while writes wait for the database. */
   get blocked(): boolean {
     return this.queue.length > 0;
   }
 
+  /** The error code writes fail with now (full, read-only, I/O), null while they work or only wait on a lock. */
+  get failing(): string | null {
+    return this.failingCode;
+  }
+
   /**
-   * Runs `write` now, or queues it when the lock is held. Returns true when it
-   * ran now. Errors other than a held lock are thrown to the caller.
+   * Runs `write` now, or queues it when the database is locked or failing.
+   * Returns true when it ran now. Other errors are thrown to the caller.
    */
   run(label: string, write: () => void): boolean {
+    this.flush();
     if (this.blocked) {
-      this.enqueue(label, write);
+      this.enqueue([{ label, write }]);
       return false;
     }
     try {
       write();
+      this.noteSuccess();
       return true;
     } catch (err) {
-      if (!isBusy(err)) throw err;
-      this.stats.busy++;
-      this.enqueue(label, write);
+      if (!isUnavailable(err)) throw err;
+      this.noteFailure(err);
+      this.enqueue([{ label, write }]);
       return false;
     }
   }
 
-  /** Retries what is queued now, oldest first, until the lock is still held. */
+  /** Adds `write` to the next batch: written after this turn of the event loop, or `gapMs` after the last batch. */
+  defer(label: string, write: () => void): void {
+    this.batch.push({ label, write });
+    if (this.scheduled !== null) return;
+    const wait = this.lastBatchAt + (this.opts.gapMs ?? 10) - performance.now();
+    if (wait <= 0) {
+      const i = setImmediate(() => this.flush());
+      this.scheduled = { cancel: () => clearImmediate(i) };
+    } else {
+      const tm = setTimeout(() => this.flush(), wait);
+      this.scheduled = { cancel: () => clearTimeout(tm) };
+    }
+  }
+
+  /** Writes the batch now (a read calls this first, to see its own writes). */
+  flush(): void {
+    this.scheduled?.cancel();
+    this.scheduled = null;
+    if (this.batch.length === 0) return;
+    this.lastBatchAt = performance.now();
+    const writes = this.batch;
+    this.batch = [];
+    if (this.blocked) this.enqueue(writes);
+    else this.write(writes, false);
+  }
+
+  /** Retries what waits, oldest first, until the database still refuses. */
   drain(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     while (this.queue.length > 0) {
-      const head = this.queue[0] as { label: string; write: () => void };
-      try {
-        head.write();
-        this.stats.retried++;
-      } catch (err) {
-        if (isBusy(err)) {
-          this.stats.busy++;
-          break;
-        }
-        this.opts.log?.(`store: queued ${head.label} failed: ${(err as Error).message}`);
-      }
-      this.queue.shift();
+      const chunk = this.queue.slice(0, this.opts.batchMax ?? 1000);
+      const done = this.write(chunk, true);
+      this.queue.splice(0, done);
+      if (done < chunk.length) break;
     }
     this.stats.pending = this.queue.length;
     if (this.queue.length > 0) this.arm();
   }
 
-  /** Stops retrying; returns how many writes were still queued. */
+  /** A write done elsewhere (an ingest) worked, or met an unavailable database. */
+  noteSuccess(): void {
+    if (this.failingCode === null) return;
+    this.opts.log?.(`store: writes work again (${this.queue.length} still waiting)`);
+    this.failingCode = null;
+    this.delay = this.opts.retryMs ?? 250;
+  }
+  noteFailure(err: unknown): void {
+    if (isBusy(err)) {
+      this.stats.busy++;
+      return;
+    }
+    const code = sqliteCode(err) || "error";
+    if (this.failingCode === null)
+      this.opts.log?.(`store: writes failing (${code}); the gate's writes wait and are retried`);
+    this.failingCode = code;
+  }
+
+  /** Writes what it can, then stops retrying; returns how many writes were still waiting. */
   close(): number {
+    this.flush();
+    this.drain();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     return this.queue.length;
@@ -91,8 +183,14 @@ export class WriteQueue {
       ...single(
         "stallguard_store_pending_writes",
         "gauge",
-        "Writes waiting for the database's write lock.",
+        "Writes waiting for the database (its write lock held elsewhere, or writes failing).",
         this.queue.length,
+      ),
+      ...single(
+        "stallguard_store_writes_failing",
+        "gauge",
+        "1 while the database refuses writes (full, read-only, I/O error).",
+        this.failingCode === null ? 0 : 1,
       ),
       ...counter(
         "stallguard_store_busy_total",
@@ -109,14 +207,80 @@ export class WriteQueue {
         "Queued writes dropped because the queue was full.",
         this.stats.dropped,
       ),
+      ...counter(
+        "stallguard_store_failed_writes_total",
+        "Writes dropped because they failed for a reason other than a locked or failing database.",
+        this.stats.failed,
+      ),
     ];
   }
 
-  private enqueue(label: string, write: () => void): void {
-    this.queue.push({ label, write });
-    while (this.queue.length > (this.opts.max ?? 10_000)) {
-      this.queue.shift();
-      this.stats.dropped++;
+  /**
+   * Writes `writes` in one transaction; when one of them is bad, each alone so
+   * only the bad one is dropped. Returns how many are done (written or
+   * dropped); the rest met an unavailable database (queued when `queued` is false).
+   */
+  private write(writes: Write[], queued: boolean): number {
+    try {
+      this.transaction(writes);
+      this.settled(writes.length, queued);
+      return writes.length;
+    } catch (err) {
+      if (isUnavailable(err)) return this.unavailable(err, writes, 0, queued);
+    }
+    for (let i = 0; i < writes.length; i++) {
+      const w = writes[i] as Write;
+      try {
+        this.transaction([w]);
+        this.settled(1, queued);
+      } catch (err) {
+        if (isUnavailable(err)) return this.unavailable(err, writes, i, queued);
+        this.drop(w.label, err);
+      }
+    }
+    return writes.length;
+  }
+
+  private transaction(writes: Write[]): void {
+    const all = () => {
+      for (const w of writes) w.write();
+    };
+    if (this.opts.transaction) this.opts.transaction(all);
+    else all();
+  }
+
+  private settled(n: number, queued: boolean): void {
+    if (queued) this.stats.retried += n;
+    this.noteSuccess();
+  }
+
+  private unavailable(err: unknown, writes: Write[], from: number, queued: boolean): number {
+    this.noteFailure(err);
+    if (this.failingCode !== null) this.delay = Math.min(this.delay * 2, this.opts.maxRetryMs ?? 5000);
+    if (!queued) {
+      this.enqueue(writes.slice(from));
+      return writes.length;
+    }
+    this.arm();
+    return from;
+  }
+
+  /** A write that failed for its own reason (not the database's state): counted, logged once per kind. */
+  drop(label: string, err: unknown): void {
+    this.stats.failed++;
+    const code = sqliteCode(err) || (err as Error)?.name || "error";
+    const key = `${label}\u0000${code}`;
+    if (this.loggedDrops.has(key)) return;
+    this.loggedDrops.add(key);
+    this.opts.log?.(`store: ${label} failed (${code}): ${(err as Error)?.message ?? err}; dropped`);
+  }
+
+  private enqueue(writes: Write[]): void {
+    this.queue.push(...writes);
+    const max = this.opts.max ?? 10_000;
+    if (this.queue.length > max) {
+      this.stats.dropped += this.queue.length - max;
+      this.queue.splice(0, this.queue.length - max);
     }
     this.stats.pending = this.queue.length;
     this.arm();
@@ -124,10 +288,10 @@ export class WriteQueue {
 
   private arm(): void {
     if (this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.drain();
-    }, this.opts.retryMs ?? 250);
+    this.timer = setTimeout(
+      () => this.drain(),
+      this.failingCode === null ? (this.opts.retryMs ?? 250) : this.delay,
+    );
     this.timer.unref?.();
   }
 }

@@ -60,8 +60,9 @@ describe("gate context cap (real store, real upstream)", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  // The gate stores a request's record before the body's end reaches the client,
-  // so reading the whole answer is the wait (no sleeping).
+  // The gate takes a request's record (and the measured context the cap reads)
+  // before the body's end reaches the client, so reading the whole answer is the
+  // wait (no sleeping); the rows reach the file in the store's next batch (flush).
   const chat = async (agent: string) => {
     const res = await fetch(`${gate.url}/v1/chat/completions`, {
       method: "POST",
@@ -98,6 +99,7 @@ describe("gate context cap (real store, real upstream)", () => {
     expect((await chat("compaction")).status).toBe(200);
     expect((await chat("build")).status).toBe(200);
     expect((await chat("build")).status).toBe(200); // measured at 300 now
+    store.flush();
     const statuses = store.db
       .prepare("SELECT status, refused, agent FROM requests WHERE session_id = 'ses_c' ORDER BY seq")
       .all();

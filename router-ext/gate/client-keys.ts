@@ -1,8 +1,11 @@
 // Who may spend the model key: a request to /v1 presents one of the gate's
 // client keys as its bearer token (opencode sends its provider's apiKey so).
-// Every configured key is compared, in constant time, so neither the match
-// nor its position leaks through timing. The upstream key is added only after.
-import { bearerToken, safeEqual } from "../server/security.ts";
+// Every configured key is compared, in constant time over sha256 digests,
+// so neither the match nor its position (nor a length) leaks through timing.
+// The keys' digests are computed once per key list, the presented token's
+// once per request. The upstream key is added only after.
+import { hash, timingSafeEqual } from "node:crypto";
+import { bearerToken } from "../server/security.ts";
 import { errorBody } from "./answers.ts";
 
 /** A named client key; the name is recorded with every request it makes. */
@@ -11,6 +14,9 @@ export interface ClientKey {
   key: string;
 }
 
+const digest = (s: string) => hash("sha256", s, "buffer");
+const digests = new WeakMap<readonly ClientKey[], Buffer[]>();
+
 /** The key a request presents, or null when it presents none or an unknown one. */
 export function clientKeyOf(
   authorization: string | null | undefined,
@@ -18,8 +24,16 @@ export function clientKeyOf(
 ): ClientKey | null {
   const token = bearerToken(authorization);
   if (token === null) return null;
+  let known = digests.get(keys);
+  if (!known) {
+    known = keys.map((k) => digest(k.key));
+    digests.set(keys, known);
+  }
+  const presented = digest(token);
   let found: ClientKey | null = null;
-  for (const k of keys) if (safeEqual(token, k.key) && found === null) found = k;
+  known.forEach((d, i) => {
+    if (timingSafeEqual(presented, d) && found === null) found = keys[i] ?? null;
+  });
   return found;
 }
 

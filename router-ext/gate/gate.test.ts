@@ -297,11 +297,12 @@ describe("gate proxy (real upstream, real hono server)", () => {
     });
 
     const state = await (await fetch(`${gate.url}/gate/ses_child`)).json();
+    // The reason as the real decision words it (modes/gate-decision.ts): who, when, why.
     expect(state).toEqual({
       session_id: "ses_child",
       refused: true,
       scope: "tree",
-      reason: "stopped by admin",
+      reason: "its session tree was stopped by test at 1970-01-01T00:00:00.001Z (stopped by admin)",
       root_id: "ses_root",
     });
     store.lift("ses_root");

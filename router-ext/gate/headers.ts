@@ -1,4 +1,5 @@
-// Which headers cross the gate: hop-by-hop ones never do (RFC 9110 7.6.1),
+// Which headers cross the gate, on node's raw header lists ([name, value,
+// name, value, ...] as received): hop-by-hop ones never do (RFC 9110 7.6.1),
 // the upstream gets plain bytes and the configured key.
 
 // Headers that belong to one hop and must not be forwarded (RFC 9110 7.6.1).
@@ -28,47 +29,64 @@ const DROP_REQUEST = new Set([
   "x-stallguard-report-to",
   "x-stallguard-report-state",
 ]);
-const DROP_RESPONSE = new Set(["content-length", "content-encoding"]);
+const NONE: ReadonlySet<string> = new Set<string>();
+const LENGTH = new Set(["content-length"]);
 
-/** Splits a Connection header into the extra header names it marks hop-by-hop. */
-function connectionTokens(headers: Headers): Set<string> {
-  const v = headers.get("connection");
-  return new Set(
-    (v ?? "")
-      .split(",")
-      .map((t) => t.trim().toLowerCase())
-      .filter(Boolean),
-  );
+/**
+ * The headers that cross, in one pass: not hop-by-hop, not in `drop`, and
+ * (rare, so filtered only when present) not named by a Connection header.
+ */
+function crossing(raw: readonly string[], drop: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  let listed: Set<string> | null = null;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const n = (raw[i] as string).toLowerCase();
+    const v = raw[i + 1] as string;
+    if (n === "connection") listed = connectionTokens(v, listed);
+    if (!HOP_BY_HOP.has(n) && !drop.has(n)) out.push(n, v);
+  }
+  if (listed === null || listed.size === 0) return out;
+  const kept: string[] = [];
+  for (let i = 0; i + 1 < out.length; i += 2)
+    if (!listed.has(out[i] as string)) kept.push(out[i] as string, out[i + 1] as string);
+  return kept;
 }
 
-/** The headers that cross: not hop-by-hop, not named by Connection, not in `drop`. */
-function crossing(
-  incoming: Headers,
-  drop: ReadonlySet<string>,
-  add: (out: Headers, n: string, v: string) => void,
-) {
-  const listed = connectionTokens(incoming);
-  const out = new Headers();
-  incoming.forEach((value, name) => {
-    const n = name.toLowerCase();
-    if (!HOP_BY_HOP.has(n) && !drop.has(n) && !listed.has(n)) add(out, n, value);
-  });
+/** Adds the header names a Connection header value marks hop-by-hop. */
+function connectionTokens(value: string, into: Set<string> | null): Set<string> {
+  const listed = into ?? new Set<string>();
+  for (const t of value.split(",")) {
+    const name = t.trim().toLowerCase();
+    if (name && name !== "keep-alive" && name !== "close") listed.add(name);
+  }
+  return listed;
+}
+
+/** The request's headers for the upstream, with its own key and, for a whole body, its length. */
+export function forwardRequestHeaders(
+  raw: readonly string[],
+  apiKey: string | null,
+  contentLength: number | null,
+): string[] {
+  const out = crossing(raw, DROP_REQUEST);
+  // Plain bytes from upstream: the usage scanner reads them as they pass.
+  out.push("accept-encoding", "identity");
+  if (apiKey) out.push("authorization", `Bearer ${apiKey}`);
+  if (contentLength !== null) out.push("content-length", String(contentLength));
   return out;
 }
 
-export function forwardRequestHeaders(incoming: Headers, apiKey: string | null): Headers {
-  const out = crossing(incoming, DROP_REQUEST, (o, n, v) => o.set(n, v));
-  // Plain bytes from upstream: the usage scanner reads them and fetch would decode anyway.
-  out.set("accept-encoding", "identity");
-  if (apiKey) out.set("authorization", `Bearer ${apiKey}`);
-  return out;
+/**
+ * The upstream's response headers for the client; `keepLength` when the body
+ * passes byte for byte (a set-cookie sent twice stays twice).
+ */
+export function forwardResponseHeaders(raw: readonly string[], keepLength: boolean): string[] {
+  return crossing(raw, keepLength ? NONE : LENGTH);
 }
 
-export function forwardResponseHeaders(incoming: Headers): Headers {
-  // append, not set: a response may carry a header more than once (set-cookie).
-  return crossing(incoming, DROP_RESPONSE, (o, n, v) => o.append(n, v));
-}
-
-export function upstreamUrl(upstream: string, rest: string, search: string): string {
-  return `${upstream.replace(/\/+$/, "")}/${rest.replace(/^\/+/, "")}${search}`;
+/** One header of a node request as a string (repeats joined), null when absent. */
+export function headerOf(headers: NodeJS.Dict<string | string[]>, name: string): string | null {
+  const v = headers[name];
+  if (v === undefined) return null;
+  return Array.isArray(v) ? v.join(", ") : v;
 }

@@ -11,7 +11,12 @@ export const headerValue = z
   .max(256)
   .regex(/^[\x21-\x7e]+$/);
 
-function header(headers: Headers, schema: z.ZodType<string>, ...names: string[]): string | null {
+/** Where header values come from: a fetch Headers, or a node request (gate/headers.ts headerOf). */
+export interface HeaderSource {
+  get(name: string): string | null;
+}
+
+function header(headers: HeaderSource, schema: z.ZodType<string>, ...names: string[]): string | null {
   for (const name of names) {
     const v = headers.get(name);
     if (v === null) continue;
@@ -25,7 +30,7 @@ const reportUrl = z.url({ protocol: /^https?$/ }).max(300);
 const reportState = z.enum(["pending", "ok", "failing"]);
 
 /** The plugin's report headers; null without an instance id (no plugin, or one from before them). */
-function linkFrom(headers: Headers): PluginLinkHeaders | null {
+function linkFrom(headers: HeaderSource): PluginLinkHeaders | null {
   const instanceId = header(headers, headerValue, "x-stallguard-instance");
   if (instanceId === null) return null;
   return {
@@ -36,7 +41,7 @@ function linkFrom(headers: Headers): PluginLinkHeaders | null {
 }
 
 /** Identity from the request headers: ours first, then opencode's own. */
-export function identityFrom(headers: Headers): GateIdentity {
+export function identityFrom(headers: HeaderSource): GateIdentity {
   const link = linkFrom(headers);
   return {
     ...(link ? { link } : {}),

@@ -6,6 +6,7 @@ import { metricLines, promText, type Sample, single } from "../prom-text.ts";
 
 export type RefusalScope = "session" | "tree";
 export type UpstreamErrorKind = "unreachable" | "timeout" | "stream" | "no_upstream";
+export type DegradedOutcome = "refused" | "passed";
 
 export interface GateMetrics {
   /** A request reached /v1/*. */
@@ -16,6 +17,8 @@ export interface GateMetrics {
   upstreamError(kind: UpstreamErrorKind): void;
   /** The store failed to answer decide(); the request was let through. */
   storeError(): void;
+  /** The store answered from memory while it cannot write: a known refusal refused, anything else passed. */
+  degraded(outcome: DegradedOutcome): void;
   /** Milliseconds the gate added before the client got its response head. */
   observeOverhead(ms: number): void;
   /** Spend seen in usage (dollars), per request with a known price. */
@@ -26,99 +29,124 @@ export interface GateMetrics {
 /** Histogram buckets in seconds: the gate should add well under a millisecond. */
 export const OVERHEAD_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
 
-export function createGateMetrics(): GateMetrics {
-  let requests = 0;
-  let unauthorized = 0;
-  let storeErrors = 0;
-  let spendUsd = 0;
-  const refusals: Record<RefusalScope, number> = { session: 0, tree: 0 };
-  const upstream: Record<UpstreamErrorKind, number> = {
-    unreachable: 0,
-    timeout: 0,
-    stream: 0,
-    no_upstream: 0,
-  };
-  const buckets = OVERHEAD_BUCKETS_S.map(() => 0);
-  let count = 0;
-  let sum = 0;
+/** What the gate has counted since the server started. */
+interface GateCounts {
+  requests: number;
+  unauthorized: number;
+  storeErrors: number;
+  degraded: Record<DegradedOutcome, number>;
+  spendUsd: number;
+  refusals: Record<RefusalScope, number>;
+  upstream: Record<UpstreamErrorKind, number>;
+  /** Overhead histogram: per-bucket counts, count and sum in seconds. */
+  buckets: number[];
+  count: number;
+  sum: number;
+}
 
+export function createGateMetrics(): GateMetrics {
+  const c: GateCounts = {
+    requests: 0,
+    unauthorized: 0,
+    storeErrors: 0,
+    degraded: { refused: 0, passed: 0 },
+    spendUsd: 0,
+    refusals: { session: 0, tree: 0 },
+    upstream: { unreachable: 0, timeout: 0, stream: 0, no_upstream: 0 },
+    buckets: OVERHEAD_BUCKETS_S.map(() => 0),
+    count: 0,
+    sum: 0,
+  };
   return {
     request: () => {
-      requests++;
+      c.requests++;
     },
     unauthorized: () => {
-      unauthorized++;
+      c.unauthorized++;
     },
     refusal: (scope) => {
-      refusals[scope]++;
+      c.refusals[scope]++;
     },
     upstreamError: (kind) => {
-      upstream[kind]++;
+      c.upstream[kind]++;
     },
     storeError: () => {
-      storeErrors++;
+      c.storeErrors++;
+    },
+    degraded: (outcome) => {
+      c.degraded[outcome]++;
     },
     observeOverhead: (ms) => {
       if (!Number.isFinite(ms)) return;
       const s = Math.max(0, ms) / 1000;
-      count++;
-      sum += s;
+      c.count++;
+      c.sum += s;
       OVERHEAD_BUCKETS_S.forEach((b, i) => {
-        if (s <= b) buckets[i] = (buckets[i] ?? 0) + 1;
+        if (s <= b) c.buckets[i] = (c.buckets[i] ?? 0) + 1;
       });
     },
     spend: (usd) => {
-      if (Number.isFinite(usd) && usd > 0) spendUsd += usd;
+      if (Number.isFinite(usd) && usd > 0) c.spendUsd += usd;
     },
-    render: () =>
-      promText([
-        ...single(
-          "stallguard_gate_requests_total",
-          "counter",
-          "Requests received by the gate on /v1/*.",
-          requests,
-        ),
-        ...single(
-          "stallguard_gate_unauthorized_total",
-          "counter",
-          "Requests refused for a missing or unknown client key (401).",
-          unauthorized,
-        ),
-        ...metricLines(
-          "stallguard_gate_refusals_total",
-          "counter",
-          "Requests the gate refused, by refusal scope.",
-          (Object.keys(refusals) as RefusalScope[]).map((k) => [{ scope: k }, refusals[k]]),
-        ),
-        ...metricLines(
-          "stallguard_gate_upstream_errors_total",
-          "counter",
-          "Upstream failures seen by the gate, by kind.",
-          (Object.keys(upstream) as UpstreamErrorKind[]).map((k) => [{ kind: k }, upstream[k]]),
-        ),
-        ...single(
-          "stallguard_gate_store_errors_total",
-          "counter",
-          "Store failures on decide (the request was let through).",
-          storeErrors,
-        ),
-        ...single(
-          "stallguard_gate_spend_usd_total",
-          "counter",
-          "Dollars of model spend seen in upstream usage (priced models only).",
-          spendUsd,
-        ),
-        ...metricLines(
-          "stallguard_gate_overhead_seconds",
-          "histogram",
-          "Time the gate adds before the response head (total minus upstream).",
-          [
-            ...OVERHEAD_BUCKETS_S.map((b, i): Sample => [{ le: String(b) }, buckets[i] ?? 0, "_bucket"]),
-            [{ le: "+Inf" }, count, "_bucket"],
-            [{}, sum, "_sum"],
-            [{}, count, "_count"],
-          ],
-        ),
-      ]),
+    render: () => renderGateMetrics(c),
   };
+}
+
+/** The counts as Prometheus text (HELP/TYPE lines). */
+function renderGateMetrics(c: GateCounts): string {
+  return promText([
+    ...single(
+      "stallguard_gate_requests_total",
+      "counter",
+      "Requests received by the gate on /v1/*.",
+      c.requests,
+    ),
+    ...single(
+      "stallguard_gate_unauthorized_total",
+      "counter",
+      "Requests refused for a missing or unknown client key (401).",
+      c.unauthorized,
+    ),
+    ...metricLines(
+      "stallguard_gate_refusals_total",
+      "counter",
+      "Requests the gate refused, by refusal scope.",
+      (Object.keys(c.refusals) as RefusalScope[]).map((k) => [{ scope: k }, c.refusals[k]]),
+    ),
+    ...metricLines(
+      "stallguard_gate_upstream_errors_total",
+      "counter",
+      "Upstream failures seen by the gate, by kind.",
+      (Object.keys(c.upstream) as UpstreamErrorKind[]).map((k) => [{ kind: k }, c.upstream[k]]),
+    ),
+    ...single(
+      "stallguard_gate_store_errors_total",
+      "counter",
+      "Store failures on decide (the request was let through).",
+      c.storeErrors,
+    ),
+    ...metricLines(
+      "stallguard_gate_degraded_decisions_total",
+      "counter",
+      "Decisions made from memory while the store cannot write: refused (a known refusal) or passed.",
+      (Object.keys(c.degraded) as DegradedOutcome[]).map((k) => [{ outcome: k }, c.degraded[k]]),
+    ),
+    ...single(
+      "stallguard_gate_spend_usd_total",
+      "counter",
+      "Dollars of model spend seen in upstream usage (priced models only).",
+      c.spendUsd,
+    ),
+    ...metricLines(
+      "stallguard_gate_overhead_seconds",
+      "histogram",
+      "Time the gate adds before the response head (total minus upstream).",
+      [
+        ...OVERHEAD_BUCKETS_S.map((b, i): Sample => [{ le: String(b) }, c.buckets[i] ?? 0, "_bucket"]),
+        [{ le: "+Inf" }, c.count, "_bucket"],
+        [{}, c.sum, "_sum"],
+        [{}, c.count, "_count"],
+      ],
+    ),
+  ]);
 }

@@ -1,8 +1,10 @@
 // The upstream's answer on its way down: passed on chunk by chunk through a
-// usage scanner, cut after `idleMs` of silence, and ended exactly once with
-// how it ended (complete, failed halfway, or the client went away) and how
-// many bytes reached the client, so a broken stream is never recorded as a
-// success.
+// usage scanner (the client's socket sets the pace: the upstream is read no
+// faster), and ended exactly once with how it ended (complete, failed
+// halfway, went silent, or the client went away) and how many bytes reached
+// the client, so a broken stream is never recorded as a success. Silence is
+// the upstream socket's idle timeout (upstream.ts), which destroys it.
+import type { IncomingMessage, ServerResponse } from "node:http";
 
 export interface Scanner {
   chunk(bytes: Uint8Array): Uint8Array | null;
@@ -16,72 +18,61 @@ export interface RelayEnd {
   error: RelayError | null;
   /** Bytes passed on to the client. */
   bytes: number;
-  /** The error's code (for the log line), when it failed. */
+  /** The error's code (for the log line), when the upstream failed. */
   code: string | null;
 }
 
-export function relayBody(
-  source: ReadableStream<Uint8Array>,
+export function relayResponse(
+  from: IncomingMessage,
+  to: ServerResponse,
   scanner: Scanner,
-  opts: {
-    idleMs: number;
-    abortUpstream: () => void;
-    onEnd: (end: RelayEnd) => void;
-    code: (err: unknown) => string;
-  },
-): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
+  opts: { idled: () => boolean; code: (err: unknown) => string; onEnd: (end: RelayEnd) => void },
+): void {
   let bytes = 0;
   let ended = false;
-  let idled = false;
-  let idleTimer: ReturnType<typeof setTimeout> | undefined;
   const end = (error: RelayError | null, code: string | null = null) => {
     if (ended) return;
     ended = true;
-    clearTimeout(idleTimer);
+    listen("off");
     opts.onEnd({ error, bytes, code });
   };
-  const armIdle = () => {
-    clearTimeout(idleTimer);
-    idleTimer = setTimeout(() => {
-      idled = true;
-      opts.abortUpstream();
-    }, opts.idleMs);
+  const send = (out: Uint8Array | null): boolean => {
+    if (!out || out.byteLength === 0) return true;
+    if (to.destroyed) return false; // the client's close event follows and ends the relay
+    bytes += out.byteLength;
+    return to.write(out);
   };
-  armIdle();
-  return new ReadableStream<Uint8Array>({
-    async pull(ctrl) {
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) {
-            const tail = scanner.end();
-            if (tail) {
-              bytes += tail.byteLength;
-              ctrl.enqueue(tail);
-            }
-            ctrl.close();
-            end(null);
-            return;
-          }
-          armIdle();
-          const out = scanner.chunk(value);
-          if (out && out.byteLength > 0) {
-            bytes += out.byteLength;
-            ctrl.enqueue(out);
-            return;
-          }
-        }
-      } catch (err) {
-        end(idled ? "idle_timeout" : "upstream_stream", opts.code(err));
-        ctrl.error(err);
-      }
+  const failed = (err: unknown) => {
+    end(opts.idled() ? "idle_timeout" : "upstream_stream", opts.code(err));
+    // The client must see a broken answer, not a short one that looks complete.
+    to.destroy();
+  };
+  const upstream: Record<string, (arg: unknown) => void> = {
+    data: (chunk) => {
+      if (!send(scanner.chunk(chunk as Buffer))) from.pause();
     },
-    cancel(reason) {
+    end: () => {
+      send(scanner.end());
+      to.end();
+      end(null);
+    },
+    error: (err) => failed(err),
+    close: () => {
+      if (!from.complete) failed(new Error("upstream closed the answer early"));
+    },
+  };
+  const client: Record<string, () => void> = {
+    drain: () => from.resume(),
+    close: () => {
+      if (to.writableFinished) return;
       // The client went away: stop reading upstream (the upstream sees its socket close).
       end("client_abort");
-      opts.abortUpstream();
-      reader.cancel(reason).catch(() => {});
+      from.destroy();
     },
-  });
+  };
+  const listen = (how: "on" | "off") => {
+    for (const [event, f] of Object.entries(upstream)) from[how](event, f);
+    for (const [event, f] of Object.entries(client)) to[how](event, f);
+  };
+  listen("on");
 }

@@ -89,6 +89,26 @@ describe("BodyRewriter", () => {
     }
   });
 
+  test("escaped quotes and backslash runs, split at every byte, never end a string early", () => {
+    const tricky = ['a\\"}', "\\\\", 'x\\\\"]{', '"', "\\", "}]},{[", "\u0022model\u0022"];
+    const body = JSON.stringify({
+      messages: tricky.map((content) => ({
+        role: "user",
+        content,
+        tool: { args: [content, { k: content }] },
+      })),
+      model: "the-model",
+      tools: [{ description: tricky.join(""), parameters: { type: "object" } }],
+      stream: true,
+    });
+    for (const size of [1, 2, 3, 5, 7, 11, 64, 100_000]) {
+      const { text, rw } = run(body, size, { completions: true });
+      expect(rw.model, `size ${size}`).toBe("the-model");
+      expect(JSON.parse(text)).toEqual({ ...JSON.parse(body), stream_options: { include_usage: true } });
+      expect(text.slice(0, -1).startsWith(body.slice(0, -1))).toBe(true); // added at the end, nothing else moved
+    }
+  });
+
   test("passes a body that is not a JSON object through untouched", () => {
     for (const body of ["[1,2]", '"model"', "not json {", ""]) {
       const { text, rw } = run(body, 2, { completions: true, onModel: () => "x" });

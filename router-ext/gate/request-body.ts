@@ -14,9 +14,56 @@ const dec = new TextDecoder();
 const MAX_HELD = 4096;
 const WATCHED = new Set(["model", "stream", "stream_options"]);
 
+/** stringEnd's answers when the string runs past the chunk: its last byte left an escape open, or not. */
+const RAN_ON = -1;
+const RAN_ON_ESCAPED = -2;
+
+/**
+ * The index of the quote closing a string whose bytes start at `from`
+ * (`escaped`: the first byte is escaped), found with indexOf and the parity
+ * of the backslashes before each quote; RAN_ON(_ESCAPED) past the chunk.
+ */
+function stringEnd(chunk: Uint8Array, from: number, escaped: boolean): number {
+  let j = escaped ? from + 1 : from;
+  for (;;) {
+    const q = chunk.indexOf(QUOTE, j);
+    const stop = q < 0 ? chunk.length : q;
+    let k = stop - 1;
+    while (k >= j && chunk[k] === BACKSLASH) k--;
+    const odd = (stop - 1 - k) % 2 === 1;
+    if (q < 0) return odd ? RAN_ON_ESCAPED : RAN_ON;
+    if (!odd) return q;
+    j = q + 1;
+  }
+}
+
+/** A short string without escapes (keys, enum values), found byte by byte: cheaper than indexOf's call. */
+function shortStringEnd(chunk: Uint8Array, from: number): number | null {
+  const stop = Math.min(chunk.length, from + 48);
+  for (let j = from; j < stop; j++) {
+    const c = chunk[j];
+    if (c === QUOTE) return j;
+    if (c === BACKSLASH) return null;
+  }
+  return null;
+}
+
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
 type Phase = "start" | "key" | "colon" | "value" | "after" | "done" | "opaque";
+
+/** Where push() is in its chunk: bytes before `from` are passed on (in `out`) or held. */
+interface Cursor {
+  chunk: Uint8Array;
+  from: number;
+  out: Uint8Array[];
+}
+
+/** Passes the chunk's bytes from the cursor up to `to` on unchanged. */
+function emit(c: Cursor, to: number): void {
+  if (to > c.from) c.out.push(c.chunk.subarray(c.from, to));
+  c.from = to;
+}
 
 export interface RewriterOptions {
   /** The request goes to a completions path (usage may be asked for). */
@@ -50,126 +97,139 @@ export class BodyRewriter {
   constructor(private readonly opts: RewriterOptions) {}
 
   push(chunk: Uint8Array): Uint8Array[] {
-    const out: Uint8Array[] = [];
-    let from = 0; // first byte of this chunk not yet sent or held
-    const emit = (to: number) => {
-      if (to > from) out.push(chunk.subarray(from, to));
-      from = to;
-    };
+    const c: Cursor = { chunk, from: 0, out: [] };
     for (let i = 0; i < chunk.length; i++) {
       if (this.phase === "opaque" || this.phase === "done") break;
-      const b = chunk[i] as number;
       if (this.inString) {
-        // Fast path through long strings (the messages): jump to the next quote or backslash.
-        if (this.escaped) {
-          this.escaped = false;
-          continue;
-        }
-        if (b !== QUOTE && b !== BACKSLASH) {
-          const q = chunk.indexOf(QUOTE, i);
-          const s = chunk.indexOf(BACKSLASH, i);
-          const next = q < 0 ? s : s < 0 ? q : Math.min(q, s);
-          if (next < 0) {
-            if (this.key) this.keyBytes(chunk, i, chunk.length);
-            i = chunk.length;
-            break;
-          }
-          if (this.key) this.keyBytes(chunk, i, next);
-          i = next - 1;
-          continue;
-        }
-        if (b === BACKSLASH) {
-          this.escaped = true;
-          if (this.key) this.key.push(b);
-          continue;
-        }
-        this.inString = false;
-        if (this.key) {
-          this.keyName = this.key.length <= 64 ? dec.decode(new Uint8Array(this.key)) : "";
-          this.key = null;
-          this.phase = "colon";
-        } else if (this.held && this.heldKind === "string" && this.depth === 1) {
-          from = this.release(chunk, from, i + 1, out);
-          this.phase = "after";
-        }
+        i = this.closeString(c, i);
+        if (i < 0) break;
         continue;
       }
+      if (this.depth >= 2) {
+        // Inside a top-level value (messages, tools): only its end matters.
+        i = this.skipNested(chunk, i);
+        if (i < 0) break;
+      }
+      if (!this.structure(c, i)) break;
+    }
+    return this.keepRest(c);
+  }
+
+  /** Straight to the string's closing quote (strings are most of a body); -1 when it runs on. */
+  private closeString(c: Cursor, i: number): number {
+    const end = stringEnd(c.chunk, i, this.escaped);
+    if (this.key) this.keyBytes(c.chunk, i, end < 0 ? c.chunk.length : end);
+    if (end < 0) {
+      this.escaped = end === RAN_ON_ESCAPED;
+      return -1;
+    }
+    this.escaped = false;
+    this.inString = false;
+    if (this.key) {
+      this.keyName = this.key.length <= 64 ? dec.decode(new Uint8Array(this.key)) : "";
+      this.key = null;
+      this.phase = "colon";
+    } else if (this.held && this.heldKind === "string" && this.depth === 1) {
+      this.release(c, end + 1);
+      this.phase = "after";
+    }
+    return end;
+  }
+
+  /** One byte outside strings at the top level (or the bracket that returns to it); false: not an object. */
+  private structure(c: Cursor, i: number): boolean {
+    const b = c.chunk[i] as number;
+    if (this.phase === "start" && !isSpace(b)) {
+      this.phase = b === 0x7b ? "key" : "opaque";
+      this.depth = b === 0x7b ? 1 : 0;
+      return b === 0x7b;
+    }
+    if (b === QUOTE) {
+      this.inString = true;
+      if (this.depth === 1 && this.phase === "key") {
+        this.key = [];
+        this.hasKey = true;
+      } else if (this.depth === 1 && this.phase === "value") this.startValue(c, i, "string");
+    } else if (isSpace(b)) {
+      if (this.held && this.heldKind === "literal" && this.depth === 1) this.endLiteral(c, i);
+    } else if (b === 0x7b || b === 0x5b) {
+      if (this.depth === 1 && this.phase === "value") this.startValue(c, i, "nested");
+      this.depth++;
+    } else if (b === 0x7d || b === 0x5d) this.closeBracket(c, i);
+    else if (this.depth !== 1) return true;
+    else if (b === 0x3a && this.phase === "colon") this.phase = "value";
+    else if (b === 0x2c) {
+      if (this.held && this.heldKind === "literal") this.release(c, i);
+      this.phase = "key";
+    } else if (this.phase === "value") this.startValue(c, i, "literal");
+    return true;
+  }
+
+  private endLiteral(c: Cursor, i: number): void {
+    this.release(c, i);
+    this.phase = "after";
+  }
+
+  private closeBracket(c: Cursor, i: number): void {
+    if (this.held && this.heldKind === "literal" && this.depth === 1) this.endLiteral(c, i);
+    this.depth--;
+    if (this.depth === 1 && this.held && this.heldKind === "nested") {
+      this.release(c, i + 1);
+      this.phase = "after";
+    } else if (this.depth === 0) {
+      emit(c, i);
+      const extra = this.injection();
+      if (extra) c.out.push(extra);
+      this.phase = "done";
+    }
+  }
+
+  /** At the chunk's end: a value still being read is kept (small, capped); the rest goes on. */
+  private keepRest(c: Cursor): Uint8Array[] {
+    if (!this.held) {
+      emit(c, c.chunk.length);
+      return c.out;
+    }
+    const part = c.chunk.slice(c.from);
+    this.held.push(part);
+    this.heldBytes += part.length;
+    if (this.heldBytes > MAX_HELD) {
+      c.out.push(...this.held);
+      this.held = null;
+      this.keyName = "";
+    }
+    return c.out;
+  }
+
+  /**
+   * From `from` inside a value nested in the top level, the index of the
+   * bracket that closes it (back to the top level), or -1 when the chunk ends
+   * first. A tight loop: a body is mostly nested values.
+   */
+  private skipNested(chunk: Uint8Array, from: number): number {
+    let depth = this.depth;
+    for (let i = from; i < chunk.length; i++) {
+      const b = chunk[i] as number;
       if (b === QUOTE) {
-        if (this.phase === "start") {
-          this.phase = "opaque";
-          break;
+        const end = shortStringEnd(chunk, i + 1) ?? stringEnd(chunk, i + 1, false);
+        if (end < 0) {
+          this.inString = true;
+          this.escaped = end === RAN_ON_ESCAPED;
+          this.depth = depth;
+          return -1;
         }
-        this.inString = true;
-        if (this.depth === 1 && this.phase === "key") {
-          this.key = [];
-          this.hasKey = true;
-        } else if (this.depth === 1 && this.phase === "value") this.startValue(i, "string", emit);
-        continue;
-      }
-      if (isSpace(b)) {
-        if (this.held && this.heldKind === "literal" && this.depth === 1) {
-          from = this.release(chunk, from, i, out);
-          this.phase = "after";
+        i = end;
+      } else if (b === 0x7b || b === 0x5b) depth++;
+      else if (b === 0x7d || b === 0x5d) {
+        if (depth === 2) {
+          this.depth = depth;
+          return i;
         }
-        continue;
+        depth--;
       }
-      if (this.phase === "start") {
-        if (b !== 0x7b) {
-          this.phase = "opaque";
-          break;
-        }
-        this.depth = 1;
-        this.phase = "key";
-        continue;
-      }
-      if (b === 0x7b || b === 0x5b) {
-        if (this.depth === 1 && this.phase === "value") this.startValue(i, "nested", emit);
-        this.depth++;
-        continue;
-      }
-      if (b === 0x7d || b === 0x5d) {
-        if (this.held && this.heldKind === "literal" && this.depth === 1) {
-          from = this.release(chunk, from, i, out);
-          this.phase = "after";
-        }
-        this.depth--;
-        if (this.depth === 1 && this.held && this.heldKind === "nested") {
-          from = this.release(chunk, from, i + 1, out);
-          this.phase = "after";
-        } else if (this.depth === 0) {
-          emit(i);
-          const extra = this.injection();
-          if (extra) out.push(extra);
-          this.phase = "done";
-        }
-        continue;
-      }
-      if (this.depth !== 1) continue;
-      if (b === 0x3a && this.phase === "colon") {
-        this.phase = "value";
-        continue;
-      }
-      if (b === 0x2c) {
-        if (this.held && this.heldKind === "literal") from = this.release(chunk, from, i, out);
-        this.phase = "key";
-        continue;
-      }
-      if (this.phase === "value") this.startValue(i, "literal", emit);
     }
-    if (this.held) {
-      // The value goes on in the next chunk: keep what is here (small, capped).
-      const part = chunk.slice(from);
-      this.held.push(part);
-      this.heldBytes += part.length;
-      if (this.heldBytes > MAX_HELD) {
-        out.push(...this.held);
-        this.held = null;
-        this.keyName = "";
-      }
-      return out;
-    }
-    emit(chunk.length);
-    return out;
+    this.depth = depth;
+    return -1;
   }
 
   /** What is still held when the body ends (a truncated body: passed on as it came). */
@@ -188,31 +248,31 @@ export class BodyRewriter {
     for (let j = from; j < to; j++) key.push(chunk[j] as number);
   }
 
-  private startValue(i: number, kind: "string" | "nested" | "literal", emit: (to: number) => void): void {
+  private startValue(c: Cursor, i: number, kind: "string" | "nested" | "literal"): void {
     this.phase = kind === "literal" ? "value" : "after";
     if (!WATCHED.has(this.keyName)) {
       if (kind === "literal") this.phase = "after";
       return;
     }
     if (this.keyName === "stream_options") this.sawStreamOptions = true;
-    emit(i);
+    emit(c, i);
     this.held = [];
     this.heldBytes = 0;
     this.heldKind = kind;
     if (kind === "literal") this.phase = "after";
   }
 
-  /** Ends the held value at `to` (exclusive) and pushes it, rewritten when asked. Returns the new `from`. */
-  private release(chunk: Uint8Array, from: number, to: number, out: Uint8Array[]): number {
-    const parts = [...(this.held ?? []), chunk.subarray(from, to)];
+  /** Ends the held value at `to` (exclusive) and passes it on, rewritten when asked. */
+  private release(c: Cursor, to: number): void {
+    const parts = [...(this.held ?? []), c.chunk.subarray(c.from, to)];
     this.held = null;
+    c.from = to;
     const raw = dec.decode(concat(parts));
     const name = this.keyName;
     this.keyName = "";
     const replaced = this.rewrite(name, raw);
-    if (replaced === null) out.push(...parts);
-    else out.push(enc.encode(replaced));
-    return to;
+    if (replaced === null) c.out.push(...parts);
+    else c.out.push(enc.encode(replaced));
   }
 
   private rewrite(name: string, raw: string): string | null {

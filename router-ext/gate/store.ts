@@ -1,7 +1,9 @@
 /**
  * The gate's view of the durable store. The server implements it on SQLite
- * (router-ext/db/); tests use a small in-memory one. Either side may be
- * synchronous (better-sqlite3) or asynchronous: the gate awaits both calls.
+ * (router-ext/db/); tests use a small in-memory one (gate/testing.ts). Both
+ * answer from facts held in memory (gate/facts.ts) with the one decision
+ * (modes/gate-decision.ts), synchronously: a model request never waits on the
+ * database. What a request teaches and its record are written off its path.
  *
  * Nothing here carries a request or response body: identity, counts, money
  * and timings only.
@@ -45,6 +47,13 @@ export interface GateDecision {
    * with a context-overflow error so opencode compacts. Absent or null: no cap applies.
    */
   overCap?: { cap: number; tokens: number } | null;
+  /** When the refusal was set (counted once per session and refusal). */
+  refusedAt?: number;
+  /**
+   * The store cannot write right now: the answer comes from what it knew
+   * (a known refusal stays refused, an unknown session passes).
+   */
+  degraded?: boolean;
 }
 
 /** One proxied (or refused) request. Snake case: it maps onto a table row. */
@@ -84,10 +93,12 @@ export interface RequestRecord {
 }
 
 export interface GateStore {
-  decide(identity: GateIdentity): GateDecision | Promise<GateDecision>;
+  /** Learns the identity (parent -> root) and answers; the learning is written later. */
+  decide(identity: GateIdentity): GateDecision;
   /** The same answer as decide, learning and counting nothing (GET never writes). */
-  peek(identity: GateIdentity): GateDecision | Promise<GateDecision>;
-  recordRequest(record: RequestRecord): void | Promise<void>;
+  peek(identity: GateIdentity): GateDecision;
+  /** Takes a record; the store writes it off the request path, in a batch. */
+  recordRequest(record: RequestRecord): void;
 }
 
 /** The decision for an unknown or allowed session. */

@@ -1,64 +1,50 @@
 // Test helpers for the gate: an in-memory GateStore and a way to serve the
-// gate on a free loopback port. Used by the gate's tests and bench only.
+// gate on a free loopback port. Used by the gate's tests only.
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { nodeBody } from "../server/incoming-body.ts";
-import { streamFetch } from "../server/stream-fetch.ts";
-import { type GateOptions, gateRoutes } from "./index.ts";
+import { decideGate } from "../modes/gate-decision.ts";
+import { GateFacts } from "./facts.ts";
+import { gateFirstServer } from "./mount.ts";
+import { type GateOptions, gateProxy } from "./proxy.ts";
+import { gateRoutes } from "./routes.ts";
 import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./store.ts";
 
-/** A GateStore in memory: refusals by session or by tree root, parents learnt from requests. */
+/**
+ * A GateStore in memory: the real facts (gate/facts.ts) and the real
+ * decision (modes/gate-decision.ts), with refusals set by hand and parents
+ * learnt from requests; records and decisions kept for the test to read.
+ */
 export class MemoryGateStore implements GateStore {
   readonly records: RequestRecord[] = [];
   readonly decisions: GateIdentity[] = [];
-  private readonly parents = new Map<string, string>();
-  private readonly sessions = new Map<string, string>();
-  private readonly trees = new Map<string, string>();
+  readonly facts = new GateFacts();
+  private clock = 0;
 
   refuseSession(id: string, reason: string): void {
-    this.sessions.set(id, reason);
+    this.set("session", id, "stopped", reason);
   }
   refuseTree(root: string, reason: string): void {
-    this.trees.set(root, reason);
+    this.set("tree", root, "stopped", reason);
   }
   lift(id: string): void {
-    this.sessions.delete(id);
-    this.trees.delete(id);
-  }
-
-  rootOf(id: string): string {
-    let cur = id;
-    const seen = new Set<string>();
-    for (;;) {
-      const p = this.parents.get(cur);
-      if (!p || seen.has(p)) return cur;
-      seen.add(cur);
-      cur = p;
-    }
+    this.set("session", id, "running", null);
+    this.set("tree", id, "running", null);
   }
 
   decide(identity: GateIdentity): GateDecision {
     this.decisions.push(identity);
-    const id = identity.sessionId;
-    if (!id) return { refused: false, scope: null, reason: null, rootId: null };
-    if (identity.parent && identity.parent !== id) this.parents.set(id, identity.parent);
-    return this.peek(identity);
+    this.facts.learn(identity);
+    return decideGate(this.facts, identity);
   }
 
   /** decide without learning or counting (GET). */
   peek(identity: GateIdentity): GateDecision {
-    const id = identity.sessionId;
-    if (!id) return { refused: false, scope: null, reason: null, rootId: null };
-    const root = this.rootOf(id);
-    const own = this.sessions.get(id);
-    if (own !== undefined) return { refused: true, scope: "session", reason: own, rootId: root };
-    const tree = this.trees.get(root);
-    if (tree !== undefined) return { refused: true, scope: "tree", reason: tree, rootId: root };
-    return { refused: false, scope: null, reason: null, rootId: root };
+    return decideGate(this.facts, identity);
   }
 
-  recordRequest(record: RequestRecord): void {
-    this.records.push(record);
+  recordRequest(r: RequestRecord): void {
+    this.records.push(r);
+    this.facts.observe(r);
   }
 
   /** Records arrive when a response body ends, just after the client has read it. */
@@ -70,6 +56,15 @@ export class MemoryGateStore implements GateStore {
     }
     return this.records;
   }
+
+  private set(
+    scope: "session" | "tree",
+    key: string,
+    state: "stopped" | "running",
+    reason: string | null,
+  ): void {
+    this.facts.apply({ kind: "refusal", scope, key, state, by: "test", at: ++this.clock, reason });
+  }
 }
 
 export interface ServedGate {
@@ -78,11 +73,15 @@ export interface ServedGate {
   close(): Promise<void>;
 }
 
-/** Serve gateRoutes(opts) with @hono/node-server on 127.0.0.1, free port. */
+/** Serve the gate (proxy on /v1, GET /gate/:session on hono) on 127.0.0.1, free port, as the server does. */
 export async function serveGate(opts: GateOptions): Promise<ServedGate> {
-  const app = gateRoutes({ requestBody: nodeBody, streamFetch, ...opts });
+  const app = gateRoutes(opts);
+  const proxy = gateProxy(opts);
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
+    const s = serve(
+      { fetch: app.fetch, port: 0, hostname: "127.0.0.1", createServer: gateFirstServer(() => proxy) },
+      () => resolve(s),
+    );
     s.once("error", reject);
   });
   const port = (server.address() as AddressInfo).port;

@@ -2,8 +2,10 @@
 // scoped session refusals set by a recovery and lifted when it completes,
 // the hard stop's tree refusal, directives kept until the plugin acknowledges
 // them (re-sent on later /progress answers, so they survive a router
-// restart), per-tree context caps for the gate, and refusals counted once per
-// session instead of once per request.
+// restart), per-tree context caps, and refusals counted once per session
+// instead of once per request. The gate decides on these from memory
+// (gate/facts.ts, modes/gate-decision.ts): the store turns each of these
+// writes into a change of its facts.
 //
 // Ids, counts and the deterministic incident report only; never content.
 import type { Directive, DirectiveResult } from "../../shared/index.ts";
@@ -12,12 +14,6 @@ import { MODES_ACTOR, type ModeEffects } from "./plan.ts";
 import { recoveryCompleted } from "./policy.ts";
 
 export { MODES_ACTOR };
-
-export interface OverCap {
-  cap: number;
-  /** The session's last measured context (prompt tokens) since its last compaction. */
-  tokens: number;
-}
 
 export interface PendingOptions {
   now: number;
@@ -119,15 +115,6 @@ export class ModesStore {
       if (out.length >= 50) break;
     }
     return out;
-  }
-
-  /** The tree's context cap and the session's measured context when it is at or over the cap. */
-  overCap(sessionId: string, rootId: string, agent: string | null): OverCap | null {
-    if (agent === "compaction" || agent === "title") return null;
-    const cap = this.t.caps.get(rootId);
-    if (cap === null) return null;
-    const tokens = this.t.requests.lastContext(sessionId);
-    return tokens !== undefined && tokens >= cap ? { cap, tokens } : null;
   }
 
   capOf(rootId: string): number | null {

@@ -16,7 +16,7 @@ import { schemaVersion } from "../db/migrations.ts";
 import { flaggedSessions } from "../db/session-list.ts";
 import type { IngestResult, Store } from "../db/store.ts";
 import { headersOnly } from "../db/tables/plugin-links.ts";
-import { isBusy } from "../db/write-queue.ts";
+import { isBusy, isUnavailable } from "../db/write-queue.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
 import { byName, issuesOf, jsonBody, validBody } from "./admin-body.ts";
 import { browserGuard } from "./browser-guard.ts";
@@ -48,8 +48,13 @@ export interface AppDeps {
   extraMetrics?: () => string[];
   /** Sub-apps mounted behind the admin token (their routes start with /api/). */
   adminApps?: HonoType[];
-  /** Sub-apps mounted as they are (the gate, the admin page). */
+  /** Sub-apps mounted as they are (the gate's GET /gate/:session, the admin page). */
   openApps?: HonoType[];
+  /**
+   * The in-memory count of refused requests, shared with the gate's proxy,
+   * which serves /v1 in front of this app (gate/mount.ts) and counts its own.
+   */
+  rejections?: Rejections;
 }
 
 const treeActionSchema = z.strictObject({ by: byName.optional() });
@@ -71,9 +76,8 @@ export function createApp(deps: AppDeps): Hono {
   const { store, config } = deps;
   const liveWindow = () => 3 * config.get().progress.heartbeat;
   const app = new Hono();
-  const rejections = new Rejections();
-  const pathOf = (p: string) =>
-    p === "/progress" ? "progress" : p.startsWith("/api/") ? "api" : p.startsWith("/v1/") ? "gate" : "any";
+  const rejections = deps.rejections ?? new Rejections();
+  const pathOf = (p: string) => (p === "/progress" ? "progress" : p.startsWith("/api/") ? "api" : "any");
 
   app.use(
     "*",
@@ -90,6 +94,9 @@ export function createApp(deps: AppDeps): Hono {
 
   app.onError((err, c) => {
     log(`error: ${c.req.method} ${c.req.path}: ${err.message}`);
+    // A write the database refused (locked, full, read-only) was not done: say so, and when to retry.
+    if (isUnavailable(err))
+      return c.json({ error: "database cannot be written, retry" }, 503, { "retry-after": "1" });
     return c.json({ error: "internal error" }, 500);
   });
   app.notFound((c) => c.json({ error: "not found" }, 404));
@@ -133,9 +140,11 @@ export function createApp(deps: AppDeps): Hono {
       try {
         result = ingest(deps, parsed.value, now());
       } catch (err) {
-        if (!isBusy(err)) throw err;
-        // Another process holds the write lock: the reporter keeps its queue and retries.
-        return c.json({ error: "database busy, retry" }, 503, { "retry-after": "1" });
+        if (!isUnavailable(err)) throw err;
+        // Another process holds the write lock, or the database refuses writes (full,
+        // read-only): the reporter keeps its queue and retries.
+        const what = isBusy(err) ? "database busy" : "database cannot be written";
+        return c.json({ error: `${what}, retry` }, 503, { "retry-after": "1" });
       }
       try {
         deps.afterIngest?.(result, parsed.value);
@@ -160,6 +169,8 @@ export function createApp(deps: AppDeps): Hono {
     let version = 0;
     try {
       store.ping();
+      // The gate's waiting batch first: plugins_headers_only reads the links it carries.
+      store.flush();
       version = schemaVersion(store.db);
     } catch (err) {
       db = `error: ${(err as Error).message}`;
@@ -241,12 +252,13 @@ export function createApp(deps: AppDeps): Hono {
     } satisfies EventsResponse);
   });
 
-  api.get("/api/clients", (c) =>
-    c.json({
+  api.get("/api/clients", (c) => {
+    store.flush();
+    return c.json({
       clients: store.tables.requests.byClient(now() - config.get().progress.retention),
       configured: [...(deps.clientNames ?? [])],
-    } satisfies ClientsResponse),
-  );
+    } satisfies ClientsResponse);
+  });
 
   api.get("/api/trees", (c) =>
     c.json({

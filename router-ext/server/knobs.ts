@@ -74,8 +74,15 @@ const DESCRIPTIONS: Record<string, string> = {
   "thresholds.flip_loop": "Looping: changes that only repeat or undo a landed change",
   "thresholds.top_warn": "Stalling: count of the most repeated call in the window",
   "thresholds.top_loop": "Looping: count of the most repeated call in the window",
+  "thresholds.row_warn":
+    "Stalling: repeats in a row of one call, or two calls in turn, with the same results",
+  "thresholds.row_loop": "Looping: repeats in a row of one call, or two calls in turn, with the same results",
   "thresholds.cycle_warn": "Stalling: whole turns in a row of 2 to 4 calls going round with the same results",
   "thresholds.cycle_loop": "Looping: whole turns in a row of 2 to 4 calls going round with the same results",
+  "thresholds.retrace_warn":
+    "Stalling: different calls redone in the same order with the same results (a sweep of 4 to 32 calls)",
+  "thresholds.retrace_loop":
+    "Looping: different calls redone in the same order with the same results (read-only agents: stalling)",
   "thresholds.top_ro_warn": "Stalling, read-only agents: most repeated call count",
   "thresholds.top_ro_loop": "Looping, read-only agents: most repeated call count",
   "thresholds.cum_warn": "Stalling: one exact call repeated this often since landed",

@@ -39,6 +39,8 @@ export function sessionRoutes(d: SessionRoutesDeps): Hono {
   app.get("/api/sessions", (c) => {
     const q = validQuery(c, pageSchema);
     if (!q.ok) return q.answer;
+    // The gate's waiting batch first, so a session it just learnt is listed.
+    d.store.flush();
     const page = sessionPage(d.store.tables, { now: d.now(), liveWindowMs: d.liveWindow(), ...q.data });
     return c.json(page satisfies SessionsResponse);
   });

@@ -4,7 +4,6 @@
 
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { Hono } from "hono";
 import { loadConfigLayers } from "../../io/config-files.ts";
 import type { Config } from "../../shared/index.ts";
 import { adminRoutes } from "../admin/routes.ts";
@@ -14,17 +13,16 @@ import { BreakerStore } from "../breaker/store.ts";
 import { VERSION } from "../cli/version.ts";
 import { defaultDbPath, openDatabase } from "../db/open.ts";
 import { Store } from "../db/store.ts";
-import { createGateMetrics, gateRoutes } from "../gate/index.ts";
+import { createGateMetrics, gateFirstServer, gateProxy, gateRoutes } from "../gate/index.ts";
 import { createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
 import { createApp } from "./app.ts";
 import { loadCredentials } from "./credentials.ts";
 import { createDelivery } from "./deliver.ts";
-import { nodeBody } from "./incoming-body.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
+import { Rejections } from "./rejections.ts";
 import { startAliveMarks } from "./router-alive.ts";
 import { announceRouter } from "./router-link.ts";
 import { checkBindHost } from "./security.ts";
-import { streamFetch } from "./stream-fetch.ts";
 
 export interface StartOptions {
   /** 0 picks a free port. Default: server.port from the config. */
@@ -182,18 +180,20 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     watchdogIntervalMs: () => cfg().watchdog.interval,
   });
 
-  // The gate: rebuilt when one of its knobs changes; the mounted wrapper forwards
-  // to the current instance, and the metrics object outlives rebuilds.
+  // The gate: its proxy serves /v1 in front of the app (gate/mount.ts) and is
+  // rebuilt when one of its knobs changes; the metrics object and the count of
+  // refused requests outlive rebuilds.
   const gateMetrics = createGateMetrics();
+  const rejections = new Rejections();
   const buildGate = (c: Config) => {
     const keyEnv = c.server.upstream_api_key_env;
-    return gateRoutes({
+    return gateProxy({
       upstream: c.server.upstream,
       apiKey: keyEnv ? env[keyEnv]?.trim() || null : null,
       clientKeys,
       clientKeyHint,
-      requestBody: nodeBody,
-      streamFetch,
+      host: () => cfg().server.host,
+      onRejected: (status) => rejections.add("gate", String(status)),
       prices: c.prices,
       refusal: c.progress.refusal,
       maxBodyBytes: c.server.max_proxy_bytes,
@@ -206,10 +206,6 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     });
   };
   let gate = buildGate(cfg());
-  const gateMount = new Hono();
-  gateMount.all("/v1/*", (c) => gate.fetch(c.req.raw, c.env));
-  gateMount.get("/gate", (c) => gate.fetch(c.req.raw, c.env));
-  gateMount.get("/gate/:session", (c) => gate.fetch(c.req.raw, c.env));
 
   const app = createApp({
     store,
@@ -222,12 +218,21 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     now,
     afterIngest: delivery.afterIngest,
     adminApps: [notifierRoutes(notify.notifier), breakerRoutes(breaker)],
-    openApps: [adminRoutes({ log }), gateMount],
+    openApps: [adminRoutes({ log }), gateRoutes({ store, clientKeys, clientKeyHint, metrics: gateMetrics })],
+    rejections,
     extraMetrics: () => [gateMetrics.render(), breaker.metrics()],
   });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: base.server.port, hostname: host }, () => resolve(s));
+    const s = serve(
+      {
+        fetch: app.fetch,
+        port: base.server.port,
+        hostname: host,
+        createServer: gateFirstServer(() => gate),
+      },
+      () => resolve(s),
+    );
     s.once("error", reject);
   }).catch((err: unknown) => {
     store.close();

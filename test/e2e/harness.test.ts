@@ -198,7 +198,8 @@ describe("opencode harness (real binary)", () => {
       expect(r.headers["x-probe"]).toBe("1");
       expect(r.headers["x-probe-import"]).toBe("function");
     }
-    expect(oc.startupMs).toBeLessThan(8000);
+    // Not waiting on npm is shown by the lockfile below, not by a start-up time (which follows the load).
+    console.log(`[harness] opencode serve started in ${oc.startupMs} ms`);
     expect(oc.output()).not.toMatch(/dependency install failed/);
     // The seeded lockfile must still be ours: opencode did not reinstall.
     const lock = JSON.parse(readFileSync(join(oc.projectDir, ".opencode", "package-lock.json"), "utf8"));

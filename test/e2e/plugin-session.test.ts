@@ -148,11 +148,12 @@ describe("stallguard plugin in real opencode", () => {
       expect(t.report).toContain(s.id);
       expect(t.signals.landed).toBe(0);
     }
-    // Stalling at top_warn reads with the same answer; looping once the same call with the same
-    // answer came cum_loop times since anything landed (before loop_turns is reached).
+    // Stalling at row_warn repeats of the same read in a row; looping once the same call with
+    // the same answer came cum_loop times since anything landed (before loop_turns).
     const t = configSchema.parse({}).thresholds;
-    expect(ts[0]?.top_target_count).toBe(t.top_warn);
-    expect(ts[0]?.reason).toBe("repeat_target");
+    expect(ts[0]?.top_target_count).toBe(t.row_warn + 1);
+    expect(ts[0]?.reason).toBe("in_a_row");
+    expect(ts[0]?.evidence?.in_a_row).toEqual({ target: "read README.md", period: 1, repeats: t.row_warn });
     expect(ts[1]?.top_target_count).toBe(t.cum_loop);
     expect(ts[1]?.reason).toBe("whole_session");
     await expect.poll(() => toastsFor(s.id).length, { timeout: 10_000 }).toBe(2);

@@ -86,6 +86,9 @@ describe("audit per labelled set", () => {
       medianFirstFlag: readLoop?.first_flag_call,
       flaggedBeforeStart: (readLoop?.first_flag_call as number) < 3 ? 1 : 0,
     });
+    // Calls from that start to the first flag, beside the first flag; the unlabelled-start loop has none.
+    expect(set.all.medianFromStart).toBe((readLoop?.first_flag_call as number) - 3);
+    expect(set.all.maxFromStart).toBe(set.all.medianFromStart);
 
     // The text says the same, in ASCII.
     expect(r.out).toContain(`labelled set ${labelsPath}: 2 loop, 3 healthy, 1 unclear loaded`);
@@ -170,6 +173,8 @@ describe("reasons on values", () => {
     topSame: { tool: "read", target: "src/x.py", count: 6 },
     cumRepeat: null,
     cycle: { period: 2, reps: 5, tool: "grep", target: "src/x.py" },
+    inARow: { period: 2 as const, repeats: 5, tool: "grep", target: "src/x.py" },
+    retrace: { period: 7, calls: 4, distinct: 4, tool: "read", target: "src/y.py" },
     windowSize: 20,
     repeatShare: 0.3,
     injectedSinceLanded: 0,
@@ -188,6 +193,15 @@ describe("reasons on values", () => {
     expect(describeFlag({ call: 14, verdict: "stalling", reason: "cycle", signals: snap }, thresholds)).toBe(
       `cycle: 2 calls going round (one: grep src/x.py) x5 turns (cycle_warn ${thresholds.cycle_warn}), 7 turns since landed (stall_turns ${thresholds.stall_turns})`,
     );
+    expect(
+      describeFlag({ call: 11, verdict: "stalling", reason: "in_a_row", signals: snap }, thresholds),
+    ).toBe(
+      `in_a_row: 2 calls in turn (one: grep src/x.py) repeated 5 times in a row (row_warn ${thresholds.row_warn}), 7 turns since landed (stall_turns ${thresholds.stall_turns})`,
+    );
+    const long = { ...snap, since: thresholds.loop_turns };
+    expect(describeFlag({ call: 24, verdict: "looping", reason: "retrace", signals: long }, thresholds)).toBe(
+      `retrace: 4 different calls redone in order, period 7 (latest: read src/y.py) (retrace_loop ${thresholds.retrace_loop}), ${thresholds.loop_turns} turns since landed (loop_turns ${thresholds.loop_turns})`,
+    );
   });
 
   test("a miss says whether the stall gate was ever passed", () => {
@@ -200,8 +214,17 @@ describe("reasons on values", () => {
     expect(describeMiss(peaks, thresholds)).toBe(
       `never stalled: at most 2 calls since landed (stall_turns ${thresholds.stall_turns}); whole-session repeat bash make x3 (cum_warn ${thresholds.cum_warn})`,
     );
-    expect(describeMiss({ ...peaks, stalledMoments: 4, failStreak: 3 }, thresholds)).toContain(
+    const stalled = { ...peaks, stalledMoments: 4, failStreak: 3 };
+    expect(describeMiss(stalled, thresholds)).toContain(
       `while stalled, peaks: same-result repeat none (top_warn ${thresholds.top_warn}), fail streak 3 (fail_warn ${thresholds.fail_warn})`,
+    );
+    // how close the repetition shapes came: none, then a sweep redone three calls deep
+    expect(describeMiss(stalled, thresholds)).toContain(
+      `in a row none (row_warn ${thresholds.row_warn}), cycle none (cycle_warn ${thresholds.cycle_warn}), retrace none (retrace_warn ${thresholds.retrace_warn})`,
+    );
+    const retrace = { period: 9, calls: 3, distinct: 3, tool: "read", target: "a.py" };
+    expect(describeMiss({ ...stalled, retrace }, thresholds)).toContain(
+      `retrace 3 different calls redone in order, period 9 (latest: read a.py) (retrace_warn ${thresholds.retrace_warn})`,
     );
   });
 });

@@ -68,7 +68,8 @@ afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-describe("calibrate --labels-from", () => {
+// Each test runs the default sweep (486 candidates) over the recorded history: seconds, more under load.
+describe("calibrate --labels-from", { timeout: 30_000 }, () => {
   test("the router's marks label the user's opencode history and the sweep proposes thresholds", async () => {
     const r = await calibrateCaptured(
       { db: opencodeDb, labelsFrom: srv.url, config: twitchy },

@@ -193,18 +193,45 @@ describe("recorded corpus with the shipped config", () => {
     expect(outcomes(list.filter((c) => c.target === "sh slow/progress.sh"))).toBe(1);
   });
 
-  test("two searches going round with the same answers are caught by the cycle rule, which nothing else catches", () => {
+  test("two searches going round with the same answers are caught in a row, which the same-call rules miss", () => {
     const r = result("alternation-loop");
     expect(r.landed).toBe(0);
-    expect(r.reason).toBe("cycle");
-    // after the 20 novel reads, on the cycle's cycle_warn-th whole turn
-    expect(r.first_flag_call).toBe(20 + 2 * policy.thresholds.cycle_warn);
-    // each search alone stays under top_warn: without the cycle rule the loop is missed
+    expect(r.reason).toBe("in_a_row");
+    // after the 20 novel reads, the two searches, then row_warn repeats of them in turn
+    expect(r.first_flag_call).toBe(20 + 2 + policy.thresholds.row_warn);
+    // the cycle rule alone catches it on its cycle_warn-th whole turn
+    const off = { row_warn: 1000, row_loop: 1000 };
+    const [cycleOnly] = replay([session("alternation-loop")], {
+      ...policy,
+      thresholds: { ...policy.thresholds, ...off },
+    });
+    expect(cycleOnly?.reason).toBe("cycle");
+    expect(cycleOnly?.first_flag_call).toBe(20 + 2 * policy.thresholds.cycle_warn);
+    // each search alone stays under top_warn: without both rules the loop is missed
     const [without] = replay([session("alternation-loop")], {
       ...policy,
-      thresholds: { ...policy.thresholds, cycle_warn: 1000, cycle_loop: 1000 },
+      thresholds: { ...policy.thresholds, ...off, cycle_warn: 1000, cycle_loop: 1000 },
     });
     expect(without?.worst).toBe("ok");
+  });
+
+  test("a module re-read in the same 12 slices is caught retrace_warn slices into the second pass", () => {
+    const r = result("sweep-loop");
+    expect(r.landed).toBe(0);
+    expect(r.reason).toBe("retrace");
+    const slices = calls("sweep-loop").filter((c) => c.target === "sweep/service.py");
+    expect(slices).toHaveLength(36);
+    expect(new Set(slices.map((c) => c.nfp)).size).toBe(12);
+    expect(outcomes(slices)).toBe(12);
+    // two novel reads, the first pass of 12, then retrace_warn slices of the second
+    expect(r.first_flag_call).toBe(2 + 12 + policy.thresholds.retrace_warn);
+    // without the retrace rule the repeat share catches it, later
+    const [without] = replay([session("sweep-loop")], {
+      ...policy,
+      thresholds: { ...policy.thresholds, retrace_warn: 1000, retrace_loop: 1000 },
+    });
+    expect(without?.reason).toBe("duplicates");
+    expect(without?.first_flag_call).toBeGreaterThan(r.first_flag_call as number);
   });
 
   test("the fast loops are caught early and named by their repeated target", () => {
@@ -280,7 +307,8 @@ describe("why each healthy shape stays ok", () => {
     };
     const [r] = replay([frozen], policy);
     expect(r?.worst).not.toBe("ok");
-    expect(r?.reason).toBe("repeat_target");
+    // the same poll with the same answer, one after another
+    expect(r?.reason).toBe("in_a_row");
   });
 
   test("bash-editor: edits made only through bash land (sed -i, python, cat >, >>, tee), then the commit", () => {

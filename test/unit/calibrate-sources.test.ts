@@ -140,7 +140,7 @@ describe("opencode.db, read-only", () => {
         .sort();
     const fromDb = await loadOpencodeDb(path);
     expect(view(fromDb.sessions)).toEqual(view(loadExports([RECORDED]).sessions));
-    expect(view(fromDb.sessions).filter((l) => !l.includes(" ok "))).toHaveLength(9);
+    expect(view(fromDb.sessions).filter((l) => !l.includes(" ok "))).toHaveLength(10);
   });
 
   test("never changes the file: same bytes and mtime after a plain and a --copy read", async () => {

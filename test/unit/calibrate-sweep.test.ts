@@ -115,7 +115,12 @@ describe("ranking", () => {
 describe("grids", () => {
   test("gridOf makes every combination", () => {
     expect(gridOf({ stall_turns: [2, 3], dup_warn: [0.3, 0.4, 0.5] })).toHaveLength(6);
-    expect(gridOf(DEFAULT_AXES)).toHaveLength(240);
+    expect(gridOf(DEFAULT_AXES)).toHaveLength(486);
+    // the shipped thresholds are one of the candidates, and every knob that decides the first flag is swept
+    const shipped = policy.thresholds;
+    for (const [k, values] of Object.entries(DEFAULT_AXES))
+      expect(values, k).toContain(shipped[k as keyof typeof shipped]);
+    expect(Object.keys(DEFAULT_AXES)).toEqual(expect.arrayContaining(["row_warn", "retrace_warn"]));
     expect(gridOf({})).toEqual([{}]);
   });
   test("parseGrid reads key=values and checks each value against the config schema", () => {

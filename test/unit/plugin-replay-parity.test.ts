@@ -179,6 +179,7 @@ interface Tick {
   call: number;
   landed: number;
   verdict: string;
+  reason: string | null;
 }
 
 /** Every session of one tree through one Stallguard, in replay's merged order; the verdict after each call. */
@@ -214,6 +215,7 @@ async function liveTicks(tree: SourceSession[], pol: Policy): Promise<Tick[]> {
       call: n,
       landed: t?.signals().landed ?? 0,
       verdict: t?.lastVerdict.verdict ?? "ok",
+      reason: t?.lastVerdict.reason ?? null,
     });
   }
   await sg.dispose();
@@ -229,7 +231,12 @@ function replayTicks(tree: SourceSession[], pol: Policy): Tick[] {
     let landed = 0;
     r.timeline.forEach((t, i) => {
       if (t.landed) landed++;
-      merged.push({ tick: { session: r.id, call: t.call, landed, verdict: t.verdict }, time: t.time, si, i });
+      merged.push({
+        tick: { session: r.id, call: t.call, landed, verdict: t.verdict, reason: t.reason },
+        time: t.time,
+        si,
+        i,
+      });
     });
   });
   merged.sort((a, b) => a.time - b.time || a.si - b.si || a.i - b.i);
@@ -307,7 +314,14 @@ function sources(): Array<{ name: string; sessions: SourceSession[] }> {
   return out;
 }
 
-describe("live plugin path vs replay (calibrate)", () => {
+/** Reasons each set must produce on both paths (alternations, re-read sweeps, one call in a row). */
+const NEEDED_REASONS: Record<string, string[]> = {
+  recorded: ["in_a_row", "retrace", "repeat_target", "whole_session"],
+  "real-trajectories-2": ["in_a_row", "retrace", "duplicates"],
+};
+
+// Each set is a whole-corpus replay on both paths: 1 to 2 s alone, past vitest's 5 s default at load 10.
+describe("live plugin path vs replay (calibrate)", { timeout: 60_000 }, () => {
   const sets = sources();
 
   it("each stored session maps to one live call per observation, in the adapter's order", () => {
@@ -327,16 +341,20 @@ describe("live plugin path vs replay (calibrate)", () => {
       expect(set.sessions.length).toBeGreaterThan(0);
       let calls = 0;
       let flagged = 0;
+      const reasons = new Set<string>();
       for (const tree of treesOf(set.sessions)) {
         const live = await liveTicks(tree, policy);
         const replayed = replayTicks(tree, policy);
         expect(live, tree[0]?.id).toEqual(replayed);
         calls += live.length;
         flagged += live.filter((t) => t.verdict !== "ok").length;
+        for (const t of live) if (t.reason) reasons.add(t.reason);
       }
       // Both paths must have judged something, and flagged something, for the comparison to mean anything.
       expect(calls).toBeGreaterThan(10);
       expect(flagged).toBeGreaterThan(0);
+      // The repetition rules of issue 20 among them, where the set has their shapes.
+      for (const r of NEEDED_REASONS[set.name] ?? []) expect([...reasons], set.name).toContain(r);
     });
   }
 

@@ -2,7 +2,7 @@
 // the repeated calls with their counts, the failure streak, the context size,
 // each beside the thresholds it is judged against. Pure: from the detail
 // answer's transitions and live thresholds (router-ext/api/session-detail.ts).
-import type { SessionDetail, TransitionView } from "../../api/session-detail.ts";
+import type { EvidenceView, SessionDetail, TransitionView } from "../../api/session-detail.ts";
 import { fmtInt, fmtUsd } from "./format.ts";
 
 export interface EvidenceRow {
@@ -20,7 +20,9 @@ export interface EvidenceRow {
 export const REASON_TEXT: Record<string, string> = {
   duplicates: "calls repeat without edits",
   repeat_target: "the same call, the same result, again and again",
+  in_a_row: "the same call (or two in turn) over and over in a row, the same results",
   cycle: "the same few calls going round, the same results each time",
+  retrace: "a sweep of calls done again in the same order, the same results",
   fail_streak: "the same call keeps failing",
   whole_session: "one call repeated across the whole session",
   continuations: "continuing on injected prompts, nothing landed",
@@ -35,7 +37,9 @@ export const REASON_TEXT: Record<string, string> = {
 const FIRED_BY: Record<string, string> = {
   duplicates: "repeat_share",
   repeat_target: "same_result",
+  in_a_row: "in_a_row",
   cycle: "cycle",
+  retrace: "retrace",
   whole_session: "same_result",
   read_only_repeat: "same_result",
   fail_streak: "fail_streak",
@@ -45,6 +49,42 @@ const FIRED_BY: Record<string, string> = {
   ceiling: "turns",
   read_only_novelty: "top_targets",
 };
+
+/**
+ * The repetition shapes, each a row of its own when the plugin reported it or
+ * its rule fired: the value in words (empty: not reported) and its knobs (a
+ * read-only agent: "-", or the level it is warned at).
+ */
+const SHAPES: ReadonlyArray<{
+  key: "cycle" | "in_a_row" | "retrace";
+  label: string;
+  value: (ev: EvidenceView | null | undefined) => string | null | undefined;
+  knobs: (ro: boolean) => [string, string] | null;
+}> = [
+  {
+    key: "cycle",
+    label: "same calls going round",
+    value: (ev) => ev?.cycle && `${ev.cycle.period} calls (one: ${ev.cycle.target}) x${ev.cycle.reps} turns`,
+    knobs: (ro) => (ro ? null : ["cycle_warn", "cycle_loop"]),
+  },
+  {
+    key: "in_a_row",
+    label: "same calls in a row",
+    value: (ev) =>
+      ev?.in_a_row &&
+      `${ev.in_a_row.period === 1 ? ev.in_a_row.target : `2 calls in turn (one: ${ev.in_a_row.target})`} repeated ${ev.in_a_row.repeats} times`,
+    knobs: (ro) => (ro ? null : ["row_warn", "row_loop"]),
+  },
+  {
+    key: "retrace",
+    label: "calls redone in the same order",
+    value: (ev) =>
+      ev?.retrace &&
+      `${ev.retrace.distinct} different calls of a ${ev.retrace.period}-call sweep (latest: ${ev.retrace.target})`,
+    // read-only agents are only warned, at the workers' looping level
+    knobs: (ro) => (ro ? ["retrace_loop", ""] : ["retrace_warn", "retrace_loop"]),
+  },
+];
 
 /** The transition the verdict stands on: the latest flag, else the latest transition. */
 export function verdictTransition(d: SessionDetail): TransitionView | null {
@@ -133,15 +173,12 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
     ),
     row("context", "context size", `${fmtInt(s.context_tokens)} tokens`, "-"),
   ];
-  if (ev?.cycle || fired === "cycle")
-    rows.push(
-      row(
-        "cycle",
-        "same calls going round",
-        ev?.cycle ? `${ev.cycle.period} calls (one: ${ev.cycle.target}) x${ev.cycle.reps} turns` : "-",
-        ro ? "-" : limits(th, "cycle_warn", "cycle_loop"),
-      ),
-    );
+  for (const shape of SHAPES) {
+    const value = shape.value(ev);
+    if (!value && fired !== shape.key) continue;
+    const knobs = shape.knobs(ro);
+    rows.push(row(shape.key, shape.label, value || "-", knobs ? limits(th, ...knobs) : "-"));
+  }
   if (s.flip_flops > 0)
     rows.push(
       row("flip_flops", "edits undone or redone", String(s.flip_flops), limits(th, "flip_warn", "flip_loop")),

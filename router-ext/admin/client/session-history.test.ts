@@ -285,6 +285,7 @@ describe("a session's history", () => {
 });
 
 describe("the evidence in plain terms", () => {
+  const byKey = (d: SessionDetail) => Object.fromEntries(evidenceRows(d).map((r) => [r.key, r]));
   it("names the signal, marks the row it fired on, and sets each value beside its thresholds", () => {
     const d = detail({
       transitions: [
@@ -294,7 +295,7 @@ describe("the evidence in plain terms", () => {
         }),
       ],
     });
-    const rows = Object.fromEntries(evidenceRows(d).map((r) => [r.key, r]));
+    const rows = byKey(d);
     expect(rows.signal?.value).toBe("repeat_target: the same call, the same result, again and again");
     expect(rows.top_targets?.value).toBe("read src/a.ts x14, bash npm test x3");
     expect(rows.same_result).toMatchObject({
@@ -321,7 +322,7 @@ describe("the evidence in plain terms", () => {
         }),
       ],
     });
-    const rows = Object.fromEntries(evidenceRows(d).map((r) => [r.key, r]));
+    const rows = byKey(d);
     expect(rows.signal?.value).toBe("cycle: the same few calls going round, the same results each time");
     expect(rows.cycle).toMatchObject({
       value: "2 calls (one: grep src/a.ts) x5 turns",
@@ -331,6 +332,54 @@ describe("the evidence in plain terms", () => {
     expect(rows.same_result?.fired).toBe(false);
     // no cycle reported and none fired: no row
     expect(evidenceRows(detail()).some((r) => r.key === "cycle")).toBe(false);
+  });
+
+  it("repeats in a row and a retrace get their own rows, beside their thresholds, marked when they fired", () => {
+    const thresholds = {
+      ...detail().thresholds,
+      row_warn: 5,
+      row_loop: 12,
+      retrace_warn: 4,
+      retrace_loop: 8,
+    };
+    const flagged = (reason: string, extra: Record<string, unknown>) =>
+      detail({
+        thresholds,
+        transitions: [
+          tr(T + 10 * MIN, "ok", "stalling", {
+            reason,
+            evidence: { ...loopEvidence("grep src/a.ts"), ...extra },
+          }),
+        ],
+      });
+    const cases = [
+      {
+        reason: "in_a_row",
+        extra: { in_a_row: { target: "grep src/a.ts", period: 2, repeats: 5 } },
+        signal: "the same call (or two in turn) over and over in a row, the same results",
+        value: "2 calls in turn (one: grep src/a.ts) repeated 5 times",
+        limits: "warn at 5, loop at 12",
+      },
+      {
+        reason: "retrace",
+        extra: { retrace: { target: "read src/big.py", period: 12, calls: 4, distinct: 4 } },
+        signal: "a sweep of calls done again in the same order, the same results",
+        value: "4 different calls of a 12-call sweep (latest: read src/big.py)",
+        limits: "warn at 4, loop at 8",
+      },
+    ];
+    for (const c of cases) {
+      const rows = byKey(flagged(c.reason, c.extra));
+      expect(rows.signal?.value).toBe(`${c.reason}: ${c.signal}`);
+      expect(rows[c.reason]).toMatchObject({ value: c.value, limits: c.limits, fired: true });
+      expect(rows.same_result?.fired).toBe(false);
+      // the other shape was neither reported nor fired: no row
+      const other = c.reason === "retrace" ? "in_a_row" : "retrace";
+      expect(rows[other]).toBeUndefined();
+    }
+    // fired but reported by a plugin without the field: the row says so with a dash
+    const bare = byKey(flagged("retrace", {}));
+    expect(bare.retrace).toMatchObject({ value: "-", fired: true });
   });
 
   it("an older plugin's transition (no evidence) falls back to the top target", () => {

@@ -14,13 +14,6 @@ export function requestsTable(db: Database.Database) {
        @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version, @client,
        @error, @response_bytes)`,
   );
-  // The last measured context since the session's last compaction (the compaction's own request excluded).
-  const lastContext = db.prepare<[string, string], { tokens: number }>(
-    `SELECT context_tokens AS tokens FROM requests
-     WHERE session_id = ? AND refused = 0 AND context_tokens IS NOT NULL AND COALESCE(agent, '') <> 'compaction'
-       AND started_at > COALESCE((SELECT MAX(started_at) FROM requests WHERE session_id = ? AND agent = 'compaction'), -1)
-     ORDER BY started_at DESC, seq DESC LIMIT 1`,
-  );
   const forConversations = db.prepare<[string, number], Omit<RequestView, "refused"> & { refused: number }>(
     `SELECT * FROM (SELECT started_at AS at, session_id, agent, status, refused, cost_usd, context_tokens, seq
        FROM requests WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY started_at DESC, seq DESC LIMIT ?)
@@ -43,9 +36,6 @@ export function requestsTable(db: Database.Database) {
         duration_ms: Math.max(0, Math.round(r.duration_ms)),
         started_at: Math.round(r.started_at),
       });
-    },
-    lastContext(sessionId: string): number | undefined {
-      return lastContext.get(sessionId, sessionId)?.tokens;
     },
     /** The latest `limit` requests of these sessions, oldest first. */
     forConversations(sessionIds: readonly string[], limit: number): RequestView[] {

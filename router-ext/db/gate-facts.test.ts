@@ -1,0 +1,148 @@
+// The gate's facts in memory against the SQLite file they mirror: after the
+// gate, the modes, an admin and retention have all written, a store opened
+// afresh on the same file (facts read from the tables) decides every request
+// as the running one does (facts kept by applying each change). And a store
+// whose database refuses writes keeps deciding from memory.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { configSchema } from "../../shared/index.ts";
+import { transition } from "../../test/helpers/wire-fixtures.ts";
+import { served } from "../breaker/testing.ts";
+import type { GateIdentity } from "../gate/store.ts";
+import { planKnobs, planTransition } from "../modes/plan.ts";
+import { openDatabase } from "./open.ts";
+import { Store } from "./store.ts";
+
+const T0 = 1_800_000_000_000;
+const knobs = planKnobs(
+  configSchema.parse({ progress: { mode: "auto_recover", max_recoveries: 2, context_cap: 4000 } }),
+);
+const who = (sessionId: string, over: Partial<GateIdentity> = {}): GateIdentity => ({
+  sessionId,
+  agent: "build",
+  parent: null,
+  pluginVersion: null,
+  ...over,
+});
+
+describe("gate facts on SQLite", () => {
+  let dir: string;
+  let path: string;
+  let store: Store;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "sg-facts-"));
+    path = join(dir, "s.db");
+    store = new Store(openDatabase(path));
+  });
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const ingest = (t: ReturnType<typeof transition>, now: number) =>
+    store.ingest([t], { now, plan: (ctx, tr) => planTransition(ctx, tr, knobs, now) });
+
+  it("memory decides as a store reopened on the file does", () => {
+    // The gate learns a tree bottom-up; the plugin reports another tree top-down.
+    store.decide(who("child", { parent: "mid" }), T0);
+    store.decide(who("mid", { parent: "top" }), T0 + 1);
+    store.decide(who("orphan", { parent: "gone" }), T0 + 2);
+    ingest(transition("w", "root", "general", "ok", "looping", T0 + 10), T0 + 10); // stage 1: w refused by the mode
+    ingest(transition("w2", "root", "general", "ok", "looping", T0 + 20), T0 + 20); // stage 2: root capped
+    store.setRefusal("tree", "top", "stopped", "alice", T0 + 30, "admin Stop");
+    store.setRefusal("session", "lone", "stopped", "bob", T0 + 31, null);
+    store.setRefusal("session", "lone", "running", "bob", T0 + 32, null);
+    // Measured contexts: sib over the cap, w compacted since.
+    store.decide(who("sib", { parent: "root" }), T0 + 39);
+    store.recordRequest({ ...served("m", "sib", T0 + 40, "root"), context_tokens: 5000 });
+    store.recordRequest({ ...served("m", "w", T0 + 41, "root"), context_tokens: 6000 });
+    store.recordRequest({ ...served("m", "w", T0 + 42, "root"), agent: "compaction", context_tokens: 100 });
+    store.recordRequest({ ...served("m", "w", T0 + 43, "root"), context_tokens: null });
+
+    const asked = [
+      who("child"),
+      who("mid"),
+      who("top"),
+      who("orphan"),
+      who("gone"),
+      who("w"),
+      who("w", { agent: "compaction" }),
+      who("w2"),
+      who("sib"),
+      who("sib", { agent: "title" }),
+      who("root"),
+      who("lone"),
+      who("new", { parent: "child" }),
+      who("new2", { parent: "w" }),
+    ];
+    const live = asked.map((id) => store.peek(id));
+    expect(live[0]).toMatchObject({ refused: true, scope: "tree", rootId: "top" });
+    expect(live[5]).toMatchObject({ refused: true, scope: "session", rootId: "root" });
+    expect(live[6]).toMatchObject({ refused: false });
+    expect(live[7]).toMatchObject({ refused: true, scope: "session", rootId: "root" });
+    expect(live[8]).toMatchObject({ refused: false, overCap: { cap: 4000, tokens: 5000 } });
+    expect(live[9]).toMatchObject({ refused: false, rootId: "root" });
+    expect(live[12]).toMatchObject({ refused: true, rootId: "top" });
+    store.close();
+    store = new Store(openDatabase(path));
+    expect(asked.map((id) => store.peek(id))).toEqual(live);
+  });
+
+  it("a prune takes pruned sessions and contexts out of memory too, and keeps stopped trees", () => {
+    store.decide(who("old", { parent: "oldroot" }), T0);
+    store.recordRequest({ ...served("m", "old", T0, "oldroot"), context_tokens: 9000 });
+    store.decide(who("kid", { parent: "kept" }), T0);
+    store.setRefusal("tree", "kept", "stopped", "alice", T0, null);
+    store.prune(T0 + 100_000, 10_000);
+    expect(store.facts.rootOf("old")).toBeUndefined();
+    expect(store.facts.lastContext("old")).toBeUndefined();
+    expect(store.peek(who("kid"))).toMatchObject({ refused: true, rootId: "kept" });
+  });
+
+  it("a database that refuses writes: known refusals stay refused, unknown sessions pass, both marked; the writes land later", () => {
+    const logs: string[] = [];
+    store.close();
+    store = new Store(openDatabase(path), { log: (l) => logs.push(l) });
+    store.setRefusal("tree", "top", "stopped", "alice", T0, "admin Stop");
+    store.decide(who("child", { parent: "top" }), T0);
+    store.flush();
+    store.db.pragma("query_only = ON"); // SQLite itself refuses every write from here on
+    store.recordRequest({ ...served("m", "child", T0 + 1, "top"), refused: true, status: 403 });
+    store.flush();
+    expect(store.writes.failing).toMatch(/^SQLITE_READONLY/);
+    expect(store.writable()).toBe(false);
+    expect(store.decide(who("child"), T0 + 2)).toMatchObject({
+      refused: true,
+      scope: "tree",
+      degraded: true,
+    });
+    expect(store.decide(who("fresh", { parent: "elsewhere" }), T0 + 3)).toMatchObject({
+      refused: false,
+      degraded: true,
+    });
+    store.recordRequest(served("m", "fresh", T0 + 4, "elsewhere"));
+    store.flush();
+    expect(store.writes.stats.pending).toBeGreaterThan(0);
+    expect(() => store.setRefusal("tree", "top", "running", "bob", T0 + 5, null)).toThrow(/readonly/);
+    expect(store.peek(who("child")).refused).toBe(true); // the failed Resume changed nothing
+    expect(logs.filter((l) => l.includes("writes failing"))).toHaveLength(1);
+
+    store.db.pragma("query_only = OFF");
+    store.writes.drain();
+    expect(store.writes.failing).toBeNull();
+    expect(store.writes.stats.pending).toBe(0);
+    expect(store.decide(who("child"), T0 + 6).degraded).toBeUndefined();
+    store.flush();
+    const rows = store.db
+      .prepare("SELECT session_id, refused FROM requests ORDER BY started_at")
+      .all() as Array<{ session_id: string; refused: number }>;
+    expect(rows).toEqual([
+      { session_id: "child", refused: 1 },
+      { session_id: "fresh", refused: 0 },
+    ]);
+    const fresh = store.db.prepare("SELECT root_id FROM sessions WHERE session_id = 'fresh'").get();
+    expect(fresh).toEqual({ root_id: "elsewhere" });
+    expect(logs.some((l) => l.includes("writes work again"))).toBe(true);
+  });
+});
