@@ -26,8 +26,6 @@ const skipFile = (path: string) => path.endsWith(".test.ts") || /(^|\/)_test-[^/
  * over the limit fails the test, so the list only shrinks.
  */
 const ALLOWED = new Set([
-  // the calibrator (router-ext/calibrate/*), with the new repetition signals
-  "router-ext/calibrate/run.ts runCalibrate",
   // the replay speed work (shared/adapters/stored.ts, the replay bench)
   "shared/adapters/stored.ts observationsFromMessages",
   "bench/core-opencode-db.ts syntheticSession",
