@@ -29,8 +29,6 @@ const ALLOWED = new Set([
   // the replay speed work (shared/adapters/stored.ts, the replay bench)
   "shared/adapters/stored.ts observationsFromMessages",
   "bench/core-opencode-db.ts syntheticSession",
-  // the admin page's evidence rows, which gain the new signals' rows
-  "router-ext/admin/client/evidence.ts evidenceRows",
 ]);
 
 interface LongFunction {
