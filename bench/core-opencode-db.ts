@@ -121,6 +121,79 @@ export interface SyntheticOptions {
   steps?: boolean;
 }
 
+/** The user message that opens each synthetic session. */
+function taskMessage(index: number, id: string, start: number): ExportDoc["messages"][number] {
+  return {
+    info: {
+      id: `msg_${hex(index, 8)}${hex(0, 6)}`,
+      sessionID: id,
+      role: "user",
+      agent: "build",
+      time: { created: start },
+    },
+    parts: [
+      {
+        id: `prt_${hex(index, 8)}${hex(0, 6)}`,
+        sessionID: id,
+        messageID: `msg_${hex(index, 8)}${hex(0, 6)}`,
+        type: "text",
+        text: "do the task",
+      },
+    ],
+  };
+}
+
+/**
+ * One call's tool part (its state without the time): a looping session re-reads
+ * one file; a healthy one reads (half), edits with a diff (a quarter) or runs
+ * tests, failing one run in five. Draws from `rand` in a fixed order.
+ */
+function syntheticTool(
+  rand: () => number,
+  o: { c: number; dir: string; file: string; looping: boolean },
+): Rec {
+  const { c, dir, file, looping } = o;
+  const r = rand();
+  if (looping) {
+    return {
+      tool: "read",
+      state: { status: "completed", input: { filePath: `${dir}/src/stuck.ts` }, metadata: {} },
+    };
+  } else if (r < 0.5) {
+    return {
+      tool: "read",
+      state: {
+        status: "completed",
+        input: { filePath: file, offset: Math.floor(rand() * 20) * 100 + 1, limit: 100 },
+        output: "x".repeat(400),
+        metadata: { truncated: false },
+      },
+    };
+  } else if (r < 0.75) {
+    const a = `v${c}`;
+    return {
+      tool: "edit",
+      state: {
+        status: "completed",
+        input: { filePath: file, oldString: `old ${a}`, newString: `new ${a}` },
+        output: "Edit applied successfully.",
+        metadata: { diff: `--- ${file}\n+++ ${file}\n@@ -1 +1 @@\n-old ${a}\n+new ${a}\n` },
+      },
+    };
+  } else {
+    const exit = rand() < 0.2 ? 1 : 0;
+    return {
+      tool: "bash",
+      state: {
+        status: "completed",
+        input: { command: `npx vitest run ${file.replace(/\.ts$/, ".test.ts")}`, description: "Run tests" },
+        output: exit ? "1 failing" : "all passing",
+        metadata: { output: exit ? "1 failing" : "all passing", exit, truncated: false },
+      },
+    };
+  }
+}
+
 /**
  * One synthetic session of `calls` tool calls, one assistant message per call,
  * in opencode's stored shape. Healthy sessions read, edit with a diff and run
@@ -132,70 +205,12 @@ export function syntheticSession(index: number, calls: number, opts: SyntheticOp
   const dir = "/PROJECT_DIR";
   const start = 1_800_000_000_000 + index * 997; // sessions overlap in time, like concurrent agents
   const looping = opts.loopEvery ? index % opts.loopEvery === 0 : false;
-  const messages: ExportDoc["messages"] = [
-    {
-      info: {
-        id: `msg_${hex(index, 8)}${hex(0, 6)}`,
-        sessionID: id,
-        role: "user",
-        agent: "build",
-        time: { created: start },
-      },
-      parts: [
-        {
-          id: `prt_${hex(index, 8)}${hex(0, 6)}`,
-          sessionID: id,
-          messageID: `msg_${hex(index, 8)}${hex(0, 6)}`,
-          type: "text",
-          text: "do the task",
-        },
-      ],
-    },
-  ];
+  const messages: ExportDoc["messages"] = [taskMessage(index, id, start)];
   for (let c = 1; c <= calls; c++) {
     const t = start + c * 2000;
     const mid = `msg_${hex(index, 8)}${hex(c, 6)}`;
     const file = `${dir}/src/mod${Math.floor(rand() * 200)}.ts`;
-    let part: Rec;
-    const r = rand();
-    if (looping) {
-      part = {
-        tool: "read",
-        state: { status: "completed", input: { filePath: `${dir}/src/stuck.ts` }, metadata: {} },
-      };
-    } else if (r < 0.5) {
-      part = {
-        tool: "read",
-        state: {
-          status: "completed",
-          input: { filePath: file, offset: Math.floor(rand() * 20) * 100 + 1, limit: 100 },
-          output: "x".repeat(400),
-          metadata: { truncated: false },
-        },
-      };
-    } else if (r < 0.75) {
-      const a = `v${c}`;
-      part = {
-        tool: "edit",
-        state: {
-          status: "completed",
-          input: { filePath: file, oldString: `old ${a}`, newString: `new ${a}` },
-          output: "Edit applied successfully.",
-          metadata: { diff: `--- ${file}\n+++ ${file}\n@@ -1 +1 @@\n-old ${a}\n+new ${a}\n` },
-        },
-      };
-    } else {
-      const exit = rand() < 0.2 ? 1 : 0;
-      part = {
-        tool: "bash",
-        state: {
-          status: "completed",
-          input: { command: `npx vitest run ${file.replace(/\.ts$/, ".test.ts")}`, description: "Run tests" },
-          output: exit ? "1 failing" : "all passing",
-          metadata: { output: exit ? "1 failing" : "all passing", exit, truncated: false },
-        },
-      };
-    }
+    const part = syntheticTool(rand, { c, dir, file, looping });
     (part.state as Rec).time = { start: t - 500, end: t };
     const tokens = { input: 2000 + c * 10, output: 40, reasoning: 0, cache: { read: 1500, write: 0 } };
     const toolPart: Rec = {

@@ -5,7 +5,13 @@
 // code; never throws.
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseDuration, policyFromConfig, type ReplayResult, replay } from "../../shared/index.ts";
+import {
+  type Policy,
+  parseDuration,
+  policyFromConfig,
+  type ReplayResult,
+  replay,
+} from "../../shared/index.ts";
 import { UsageError } from "./args.ts";
 import { type Audit, audit, toExplain } from "./audit.ts";
 import { loadConfig } from "./config.ts";
@@ -80,10 +86,212 @@ export interface CalibrateOutcome {
   margins: KnobMargin[] | null;
 }
 
+type Progress = ReturnType<typeof createProgress>;
+
+/** What runCalibrate's steps share: the options, the output and how to say a line. */
+interface Run {
+  opts: CalibrateOptions;
+  io: Io;
+  progress: Progress;
+  /** What was skipped or could not be read is said even with --quiet (that silences progress only). */
+  say: (line: string) => void;
+}
+
+interface Loaded {
+  sessions: SourceSession[];
+  sets: LabelSet[];
+  sourceNames: string[];
+}
+
+/** The sessions from opencode's database (the default), exports and a server, with the label sets exports carry. */
+async function loadSessions(r: Run, filters: Filters): Promise<Loaded> {
+  const { opts, io, progress, say } = r;
+  const out: Loaded = { sessions: [], sets: [], sourceNames: [] };
+  const exportsGiven = (opts.exports ?? []).filter(Boolean);
+  const useDb = opts.db || (!exportsGiven.length && !opts.server);
+  if (useDb) {
+    const path = opts.db || defaultOpencodeDb(io.env);
+    const db = await loadOpencodeDb(path, {
+      ...filters,
+      copy: opts.copy ?? false,
+      onProgress: (d, t) => progress.step("reading sessions", d, t),
+    }).catch((err: unknown) => {
+      // --db is opencode's database here, not stallguard's own store (serve --db).
+      throw new Error(`--db (opencode's database, not stallguard's own store): ${(err as Error).message}`);
+    });
+    out.sessions.push(...db.sessions);
+    for (const w of db.warnings) say(`warning: ${w}`);
+    out.sourceNames.push(path);
+  }
+  if (exportsGiven.length) {
+    const ex = loadExports(exportsGiven);
+    out.sessions.push(...applyFilters(ex.sessions, filters));
+    out.sets.push(...ex.sets);
+    for (const w of ex.warnings) say(`warning: ${w}`);
+    for (const w of ex.ignored) say(`ignored: ${w}`);
+    for (const set of ex.sets) progress.note(`labels: ${set.name}`);
+    out.sourceNames.push(...exportsGiven);
+  }
+  if (opts.server) {
+    const sv = await loadServer(opts.server, {
+      ...filters,
+      onProgress: (d, t) => progress.step("fetching sessions", d, t),
+    });
+    out.sessions.push(...sv.sessions);
+    out.sourceNames.push(opts.server);
+  }
+  return out;
+}
+
+/** Adds --labels (replacing the same file read beside the exports) and --labels-from to `sets`. */
+async function addLabelSets(r: Run, sets: LabelSet[]): Promise<void> {
+  const { opts } = r;
+  if (opts.labels) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(readFileSync(opts.labels, "utf8"));
+    } catch (err) {
+      throw new UsageError(`--labels: cannot read ${opts.labels}: ${(err as Error).message}`);
+    }
+    // the same file already read beside the exports is one set, not two
+    const same = sets.findIndex((x) => resolve(x.name) === resolve(opts.labels as string));
+    const set = parseLabelSet(opts.labels, doc);
+    if (same >= 0) sets[same] = set;
+    else sets.push(set);
+  }
+  if (opts.labelsFrom) {
+    const set = await loadLabelsFrom(opts.labelsFrom, r.io.env);
+    sets.push(set);
+    r.progress.note(`labels: ${Object.keys(set.labels).length} mark(s) from ${opts.labelsFrom}`);
+  }
+}
+
+/** Replays every session through the core, with the time it took. */
+function replayTimed(r: Run, sessions: SourceSession[], policy: Policy): ReplayResult[] {
+  const t1 = performance.now();
+  const results = replay(sessions, policy, { timeline: Boolean(r.opts.html || r.opts.timeline) });
+  const calls = results.reduce((n, x) => n + x.calls, 0);
+  const replayMs = performance.now() - t1;
+  r.progress.note(
+    `replayed ${calls} tool call(s) in ${Math.round(replayMs)} ms (${replayMs > 0 ? Math.round(calls / (replayMs / 1000)) : calls} calls/s)`,
+  );
+  return results;
+}
+
+type Counts = ReturnType<typeof labelCounts>;
+type Axes = ReturnType<typeof parseGrid>;
+
+const gridAxes = (opts: CalibrateOptions): Axes => (opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES);
+
+/**
+ * The sweep's axes, or the message why the labels cannot serve what was asked:
+ * --sweep and --margins need a loop and a healthy session, --split a label set.
+ * --labels-from sweeps when its marks allow it, and says why not.
+ */
+function sweepAxes(
+  r: Run,
+  asked: Axes | null,
+  counts: Counts,
+  hasSets: boolean,
+): { ok: true; axes: Axes | null } | { ok: false; message: string } {
+  const { opts } = r;
+  let axes = asked;
+  const both = counts.loop > 0 && counts.healthy > 0;
+  if (opts.labelsFrom && !axes) {
+    if (both) axes = gridAxes(opts);
+    else
+      r.say(
+        `--labels-from: ${counts.healthy} marked healthy (false alarm) and ${counts.loop} marked loop (confirmed loop) among the sessions loaded; proposing thresholds needs at least one of each (mark any session in the admin page)`,
+      );
+  }
+  const needLabels = (flag: string) => ({
+    ok: false as const,
+    message: `${flag} needs at least one session labelled "loop" and one labelled "healthy" among those loaded (have ${counts.loop} loop, ${counts.healthy} healthy): pass --labels FILE`,
+  });
+  if (axes && !both) return needLabels("--sweep");
+  if (opts.margins && !both) return needLabels("--margins");
+  if (opts.split && !hasSets)
+    return {
+      ok: false,
+      message: "--split needs labelled sessions: pass --labels FILE or an export directory with labels.json",
+    };
+  return { ok: true, axes };
+}
+
+interface Analysis {
+  margins: KnobMargin[] | null;
+  marginsMs: number;
+  sweep: SweepResult | null;
+  trees: number;
+}
+
+/** The margins scan and the sweep, over the sessions prepared once for both. */
+function analyse(
+  r: Run,
+  sessions: SourceSession[],
+  labels: Labels,
+  policy: Policy,
+  axes: Axes | null,
+): Analysis {
+  const { progress } = r;
+  const prepared = axes || r.opts.margins ? prepare(sessions, policy) : null;
+  const out: Analysis = { margins: null, marginsMs: 0, sweep: null, trees: prepared?.trees.length ?? 0 };
+  if (r.opts.margins && prepared) {
+    const t2 = performance.now();
+    out.margins = scanMargins(prepared, labels, policy, undefined, (d, t) => progress.step("margins", d, t));
+    out.marginsMs = performance.now() - t2;
+    progress.done();
+  }
+  if (axes && prepared) {
+    out.sweep = runSweep(prepared, labels, policy, gridOf(axes), (d, t) => progress.step("sweeping", d, t));
+    progress.done();
+  }
+  return out;
+}
+
+/** The JSON document or the text report on stdout, and the HTML file with --html. */
+function writeReport(
+  r: Run,
+  out: {
+    results: ReplayResult[];
+    labels: Labels;
+    audited: Audit | null;
+    counts: Counts;
+    sourceNames: string[];
+  },
+  a: Analysis,
+): void {
+  const { opts, io } = r;
+  const { results, labels, audited } = out;
+  const { sweep, margins } = a;
+  if (opts.json) {
+    io.stdout.write(
+      `${JSON.stringify(toJsonDoc(results, { timeline: opts.timeline, sweep, audit: audited, margins }), null, 2)}\n`,
+    );
+  } else {
+    io.stdout.write(`${renderTable(results, labels)}\n${renderSummary(results)}\n`);
+    if (audited) io.stdout.write(`\n${renderAudit(audited)}\n`);
+    if (margins)
+      io.stdout.write(
+        `\n${renderMargins(margins, {
+          loops: out.counts.loop,
+          healthy: out.counts.healthy,
+          trees: a.trees,
+          ms: a.marginsMs,
+        })}\n`,
+      );
+    if (sweep) io.stdout.write(`\n${renderSweep(sweep, opts.top ?? 10)}\n`);
+  }
+  if (opts.html) {
+    writeFileSync(opts.html, renderHtml(results, { labels, sweep, sources: out.sourceNames }));
+    r.progress.note(`wrote ${opts.html}`);
+  }
+}
+
 export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<CalibrateOutcome> {
   const progress = createProgress(io.stderr, { quiet: opts.quiet });
-  // What was skipped or could not be read is said even with --quiet (that silences progress only).
   const say = (line: string) => (opts.quiet ? io.stderr.write(`${line}\n`) : progress.note(line));
+  const r: Run = { opts, io, progress, say };
   const fail = (message: string, code = 2): CalibrateOutcome => {
     progress.done();
     io.stderr.write(`stallguard calibrate: ${message}\n`);
@@ -96,147 +304,31 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
       since: opts.since ? parseSince(opts.since, io.now()) : null,
       sessionIds: opts.sessions?.filter(Boolean) ?? [],
     };
-    let axes = opts.sweep ? (opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES) : null;
-
-    const sessions: SourceSession[] = [];
-    const sets: LabelSet[] = [];
-    const sourceNames: string[] = [];
+    // A bad --grid is a usage error before anything is loaded.
+    const asked = opts.sweep ? gridAxes(opts) : null;
     const t0 = performance.now();
-    const exportsGiven = (opts.exports ?? []).filter(Boolean);
-    const useDb = opts.db || (!exportsGiven.length && !opts.server);
-    if (useDb) {
-      const path = opts.db || defaultOpencodeDb(io.env);
-      const r = await loadOpencodeDb(path, {
-        ...filters,
-        copy: opts.copy ?? false,
-        onProgress: (d, t) => progress.step("reading sessions", d, t),
-      }).catch((err: unknown) => {
-        // --db is opencode's database here, not stallguard's own store (serve --db).
-        throw new Error(`--db (opencode's database, not stallguard's own store): ${(err as Error).message}`);
-      });
-      sessions.push(...r.sessions);
-      for (const w of r.warnings) say(`warning: ${w}`);
-      sourceNames.push(path);
-    }
-    if (exportsGiven.length) {
-      const r = loadExports(exportsGiven);
-      sessions.push(...applyFilters(r.sessions, filters));
-      sets.push(...r.sets);
-      for (const w of r.warnings) say(`warning: ${w}`);
-      for (const w of r.ignored) say(`ignored: ${w}`);
-      for (const set of r.sets) progress.note(`labels: ${set.name}`);
-      sourceNames.push(...exportsGiven);
-    }
-    if (opts.server) {
-      const r = await loadServer(opts.server, {
-        ...filters,
-        onProgress: (d, t) => progress.step("fetching sessions", d, t),
-      });
-      sessions.push(...r.sessions);
-      sourceNames.push(opts.server);
-    }
-    if (opts.labels) {
-      let doc: unknown;
-      try {
-        doc = JSON.parse(readFileSync(opts.labels, "utf8"));
-      } catch (err) {
-        throw new UsageError(`--labels: cannot read ${opts.labels}: ${(err as Error).message}`);
-      }
-      // the same file already read beside the exports is one set, not two
-      const same = sets.findIndex((x) => resolve(x.name) === resolve(opts.labels as string));
-      const set = parseLabelSet(opts.labels, doc);
-      if (same >= 0) sets[same] = set;
-      else sets.push(set);
-    }
-    if (opts.labelsFrom) {
-      const set = await loadLabelsFrom(opts.labelsFrom, io.env);
-      sets.push(set);
-      progress.note(`labels: ${Object.keys(set.labels).length} mark(s) from ${opts.labelsFrom}`);
-    }
+    const { sessions, sets, sourceNames } = await loadSessions(r, filters);
+    await addLabelSets(r, sets);
     const labels = mergeSets(sets);
     progress.done();
-    const loadMs = performance.now() - t0;
     progress.note(
-      `stallguard calibrate: ${sessions.length} session(s) from ${sourceNames.join(", ")} in ${Math.round(loadMs)} ms (config: ${configSources.join(" + ") || "built-in defaults"})`,
+      `stallguard calibrate: ${sessions.length} session(s) from ${sourceNames.join(", ")} in ${Math.round(performance.now() - t0)} ms (config: ${configSources.join(" + ") || "built-in defaults"})`,
     );
-
-    const t1 = performance.now();
-    const results = replay(sessions, policy, { timeline: Boolean(opts.html || opts.timeline) });
-    const calls = results.reduce((n, r) => n + r.calls, 0);
-    const replayMs = performance.now() - t1;
-    progress.note(
-      `replayed ${calls} tool call(s) in ${Math.round(replayMs)} ms (${replayMs > 0 ? Math.round(calls / (replayMs / 1000)) : calls} calls/s)`,
-    );
-
+    const results = replayTimed(r, sessions, policy);
     const counts = labelCounts(
       labels,
       sessions.map((x) => x.id),
     );
-    const needLabels = (flag: string) =>
-      fail(
-        `${flag} needs at least one session labelled "loop" and one labelled "healthy" among those loaded (have ${counts.loop} loop, ${counts.healthy} healthy): pass --labels FILE`,
-      );
-    // The marks are for proposing thresholds: --labels-from sweeps when they allow it, and says why not.
-    if (opts.labelsFrom && !axes) {
-      if (counts.loop && counts.healthy) axes = opts.grid ? parseGrid(opts.grid) : DEFAULT_AXES;
-      else
-        say(
-          `--labels-from: ${counts.healthy} marked healthy (false alarm) and ${counts.loop} marked loop (confirmed loop) among the sessions loaded; proposing thresholds needs at least one of each (mark any session in the admin page)`,
-        );
-    }
-    if (axes && (!counts.loop || !counts.healthy)) return needLabels("--sweep");
-    if (opts.margins && (!counts.loop || !counts.healthy)) return needLabels("--margins");
-    if (opts.split && !sets.length)
-      return fail(
-        "--split needs labelled sessions: pass --labels FILE or an export directory with labels.json",
-      );
-
+    const axes = sweepAxes(r, asked, counts, sets.length > 0);
+    if (!axes.ok) return fail(axes.message);
     const audited = sets.length
       ? audit(sets, results, explainSessions(sessions, policy, toExplain(results, sets)), policy.thresholds, {
           split: opts.split ?? false,
         })
       : null;
-
-    const prepared = axes || opts.margins ? prepare(sessions, policy) : null;
-    let margins: KnobMargin[] | null = null;
-    let marginsMs = 0;
-    if (opts.margins && prepared) {
-      const t2 = performance.now();
-      margins = scanMargins(prepared, labels, policy, undefined, (d, t) => progress.step("margins", d, t));
-      marginsMs = performance.now() - t2;
-      progress.done();
-    }
-
-    let sweep: SweepResult | null = null;
-    if (axes && prepared) {
-      const candidates = gridOf(axes);
-      sweep = runSweep(prepared, labels, policy, candidates, (d, t) => progress.step("sweeping", d, t));
-      progress.done();
-    }
-
-    if (opts.json) {
-      io.stdout.write(
-        `${JSON.stringify(toJsonDoc(results, { timeline: opts.timeline, sweep, audit: audited, margins }), null, 2)}\n`,
-      );
-    } else {
-      io.stdout.write(`${renderTable(results, labels)}\n${renderSummary(results)}\n`);
-      if (audited) io.stdout.write(`\n${renderAudit(audited)}\n`);
-      if (margins)
-        io.stdout.write(
-          `\n${renderMargins(margins, {
-            loops: counts.loop,
-            healthy: counts.healthy,
-            trees: prepared?.trees.length ?? 0,
-            ms: marginsMs,
-          })}\n`,
-        );
-      if (sweep) io.stdout.write(`\n${renderSweep(sweep, opts.top ?? 10)}\n`);
-    }
-    if (opts.html) {
-      writeFileSync(opts.html, renderHtml(results, { labels, sweep, sources: sourceNames }));
-      progress.note(`wrote ${opts.html}`);
-    }
-    return { code: 0, results, sweep, labels, audit: audited, margins };
+    const a = analyse(r, sessions, labels, policy, axes.axes);
+    writeReport(r, { results, labels, audited, counts, sourceNames }, a);
+    return { code: 0, results, sweep: a.sweep, labels, audit: audited, margins: a.margins };
   } catch (err) {
     return fail((err as Error).message, err instanceof UsageError ? 2 : 1);
   }

@@ -115,3 +115,15 @@ export function browserGuard(
     await next();
   };
 }
+
+/**
+ * A route that reads only JSON (POST /progress): any other content type is
+ * 415 even without a body, checked after the route's credential.
+ */
+export function requireJson(): MiddlewareHandler {
+  return async function requireJson(c, next) {
+    if (!/^application\/json\b/i.test(c.req.header("content-type") ?? ""))
+      return c.json({ error: "content-type must be application/json" }, 415);
+    await next();
+  };
+}

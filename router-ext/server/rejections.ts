@@ -1,6 +1,7 @@
 // Requests refused before any credential or body was accepted (no or a wrong
 // token, a foreign Origin or Host, a non-JSON body). Counted in memory only:
 // a refused request must not be able to write to the database.
+import type { MiddlewareHandler } from "hono";
 import { metricLines } from "../prom-text.ts";
 
 export class Rejections {
@@ -22,4 +23,21 @@ export class Rejections {
       }),
     );
   }
+}
+
+const pathOf = (p: string) => (p === "/progress" ? "progress" : p.startsWith("/api/") ? "api" : "any");
+
+/**
+ * Counts every refused answer of the app after its route ran: 401, 403, 415
+ * and 421 anywhere, and on POST /progress a bad (400) or oversized (413) body.
+ *
+ * @example app.use("*", countRefusals(rejections));
+ */
+export function countRefusals(rejections: Rejections): MiddlewareHandler {
+  return async function countRefusals(c, next) {
+    await next();
+    const s = c.res.status;
+    if ([401, 403, 415, 421].includes(s) || (c.req.path === "/progress" && (s === 400 || s === 413)))
+      rejections.add(pathOf(c.req.path), String(s));
+  };
 }

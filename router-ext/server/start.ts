@@ -1,28 +1,25 @@
-// The one place that opens the database and listens. It wires the pieces:
-// config layers, the SQLite store, the app, the notifier, the gate, the admin
-// page, retention pruning and (for `serve`) the in-process watchdog loop.
+// The one place that opens the database and listens: the composition root.
+// It wires the pieces in named steps (config layers, the SQLite store, the
+// notifier, breaker and gate, the app, listen, the background jobs), hands
+// knob changes to hot-reload.ts and closes everything in one shutdown.
 
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { loadConfigLayers } from "../../io/config-files.ts";
 import type { Config } from "../../shared/index.ts";
-import { adminRoutes } from "../admin/routes.ts";
-import { breakerRoutes } from "../breaker/routes.ts";
-import { BreakerService } from "../breaker/service.ts";
-import { BreakerStore } from "../breaker/store.ts";
 import { VERSION } from "../cli/version.ts";
 import { defaultDbPath, openDatabase } from "../db/open.ts";
 import { Store } from "../db/store.ts";
-import { createGateMetrics, gateFirstServer, gateProxy, gateRoutes } from "../gate/index.ts";
-import { createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
-import { createApp } from "./app.ts";
+import { gateFirstServer } from "../gate/index.ts";
+import { createNotifier } from "../notify/index.ts";
+import { type Job, startRetention, startWatchdogJob } from "./background.ts";
 import { loadCredentials } from "./credentials.ts";
-import { createDelivery } from "./deliver.ts";
+import { hotReload } from "./hot-reload.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
-import { Rejections } from "./rejections.ts";
 import { startAliveMarks } from "./router-alive.ts";
 import { announceRouter } from "./router-link.ts";
 import { checkBindHost } from "./security.ts";
+import { buildApp, buildServices, type Parts, type Services } from "./services.ts";
 
 export interface StartOptions {
   /** 0 picks a free port. Default: server.port from the config. */
@@ -63,29 +60,6 @@ export interface RunningServer {
 
 export { ConfigError };
 
-/** Forwards to the current notifier, so a notifications knob change can swap it without remounting routes. */
-function swappableNotifier(initial: Notifier): { notifier: Notifier; swap(next: Notifier): Notifier } {
-  let current = initial;
-  const notifier: Notifier = {
-    send: (a) => current.send(a),
-    channels: () => current.channels(),
-    setChannel: (n, p) => current.setChannel(n, p),
-    test: (n) => current.test(n),
-    deliveries: (l) => current.deliveries(l),
-    diagnostics: () => current.diagnostics(),
-    idle: () => current.idle(),
-    close: (g) => current.close(g),
-  };
-  return {
-    notifier,
-    swap(next) {
-      const prev = current;
-      current = next;
-      return prev;
-    },
-  };
-}
-
 /**
  * stallguard's own database; an error names where the path came from and that
  * it is not opencode's (which `calibrate --db` reads). A short busy timeout: a
@@ -117,8 +91,68 @@ function upstreamLine(c: Config): string {
   return `gate: /v1 -> ${u.toString().replace(/\/+$/, "")} with ${key}`;
 }
 
-const changed = (a: Config, b: Config, key: keyof Config) =>
-  JSON.stringify(a[key]) !== JSON.stringify(b[key]);
+/** Config files and flags, validated before the database (which holds the overrides) is touched. */
+function loadStartConfig(opts: StartOptions, env: NodeJS.ProcessEnv) {
+  const flags = { port: opts.port, host: opts.host, db: opts.dbPath, upstream: opts.upstream };
+  const files = loadConfigLayers({ root: opts.root, configPath: opts.configPath, last: flagsLayer(flags) });
+  const bind = checkBindHost(files.config.server.host, env);
+  if (!bind.ok) throw new Error(bind.message);
+  return { flags, files, base: files.config };
+}
+
+/** The store, and the live config over the files, the flags and the stored knob overrides. */
+function openStoreAndConfig(
+  opts: StartOptions,
+  loaded: ReturnType<typeof loadStartConfig>,
+  d: { env: NodeJS.ProcessEnv; now: () => number; log: (line: string) => void },
+) {
+  const { base, files, flags } = loaded;
+  const dbPath = base.server.db ?? defaultDbPath(d.env);
+  const from = opts.dbPath ? "--db" : base.server.db ? "server.db" : null;
+  const store = new Store(openStore(dbPath, from), { now: d.now, log: d.log });
+  try {
+    const live = LiveConfig.create({
+      fileLayers: files.fileLayers,
+      flags,
+      overrides: store.knobOverrides(),
+      log: d.log,
+    });
+    return { store, live, dbPath };
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+}
+
+/** Listens with the gate in front of the app; the URL it answers on. */
+async function listen(
+  fetch: (req: Request) => Response | Promise<Response>,
+  at: { port: number; host: string },
+  gate: () => ReturnType<Services["buildGate"]>,
+  log: (line: string) => void,
+) {
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch, port: at.port, hostname: at.host, createServer: gateFirstServer(gate) }, () =>
+      resolve(s),
+    );
+    s.once("error", reject);
+  });
+  server.on("error", (err) => log(`server error: ${err.message}`));
+  const port = (server.address() as AddressInfo).port;
+  const hostPart = at.host.includes(":") ? `[${at.host}]` : at.host;
+  return { server, port, url: `http://${hostPart}:${port}` };
+}
+
+/** Paths and sources only: a token never goes to the log (the journal under systemd). */
+function startupLines(url: string, lines: string[], dbPath: string, base: Config): string[] {
+  return [
+    `stallguard ${VERSION} listening on ${url}`,
+    `admin page: ${url}/admin (it asks for the admin token: the file on the next line, or $STALLGUARD_ADMIN_TOKEN)`,
+    ...lines,
+    `database: ${dbPath}`,
+    upstreamLine(base),
+  ];
+}
 
 /**
  * Starts the router extension.
@@ -131,210 +165,43 @@ const changed = (a: Config, b: Config, key: keyof Config) =>
 export async function startServer(opts: StartOptions = {}): Promise<RunningServer> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const flags = { port: opts.port, host: opts.host, db: opts.dbPath, upstream: opts.upstream };
-  // Validate files and flags before touching the database (which holds the overrides).
-  const files = loadConfigLayers({ root: opts.root, configPath: opts.configPath, last: flagsLayer(flags) });
-  const base = files.config;
-  const host = base.server.host;
-  const bind = checkBindHost(host, env);
-  if (!bind.ok) throw new Error(bind.message);
-
-  const credentials = loadCredentials(base, env);
-  const dbPath = base.server.db ?? defaultDbPath(env);
   const now = opts.now ?? Date.now;
-  const store = new Store(openStore(dbPath, opts.dbPath ? "--db" : base.server.db ? "server.db" : null), {
-    now,
+  const loaded = loadStartConfig(opts, env);
+  const { base } = loaded;
+  const credentials = loadCredentials(base, env);
+  const { store, live, dbPath } = openStoreAndConfig(opts, loaded, { env, now, log });
+  const parts: Parts = { env, log, now, store, cfg: () => live.get(), credentials };
+  const s = buildServices(parts);
+  let gate = s.buildGate(live.get());
+  const app = buildApp(parts, s, live);
+  const { server, port, url } = await listen(
+    app.fetch,
+    { port: base.server.port, host: base.server.host },
+    () => gate,
     log,
-  });
-  let live: LiveConfig;
-  try {
-    live = LiveConfig.create({ fileLayers: files.fileLayers, flags, overrides: store.knobOverrides(), log });
-  } catch (err) {
+  ).catch((err: unknown) => {
     store.close();
+    void s.notify.notifier.close(0);
     throw err;
-  }
-  const cfg = () => live.get();
+  });
 
-  const { adminToken, pluginToken, clientKeys, clientKeyHint } = credentials;
-
-  const notify = swappableNotifier(createNotifier(cfg().notifications, { env, log }));
-
-  // The behaviour breaker: state and trips in the same database, evaluated on stall verdicts.
-  const breakerStore = new BreakerStore(store.db);
-  const breaker = new BreakerService({
-    store: breakerStore,
-    config: () => cfg().breaker,
-    notify: (a) => {
-      notify.notifier.send(a);
-      store.bump("alerts_total");
+  const jobs = await startJobs(opts, parts, s, { base, url });
+  const unsubscribe = hotReload(live, {
+    gate: (next) => {
+      gate = s.buildGate(next);
     },
-    log,
-    now,
-  });
-  const delivery = createDelivery({
-    store,
-    send: (a) => notify.notifier.send(a),
-    onVerdicts: (v) => breaker.onVerdicts(v),
-    log,
-    now,
-    watchdogIntervalMs: () => cfg().watchdog.interval,
-  });
-
-  // The gate: its proxy serves /v1 in front of the app (gate/mount.ts) and is
-  // rebuilt when one of its knobs changes; the metrics object and the count of
-  // refused requests outlive rebuilds.
-  const gateMetrics = createGateMetrics();
-  const rejections = new Rejections();
-  const buildGate = (c: Config) => {
-    const keyEnv = c.server.upstream_api_key_env;
-    return gateProxy({
-      upstream: c.server.upstream,
-      apiKey: keyEnv ? env[keyEnv]?.trim() || null : null,
-      clientKeys,
-      clientKeyHint,
-      host: () => cfg().server.host,
-      onRejected: (status) => rejections.add("gate", String(status)),
-      prices: c.prices,
-      refusal: c.progress.refusal,
-      maxBodyBytes: c.server.max_proxy_bytes,
-      timeoutMs: c.server.upstream_timeout,
-      store,
-      metrics: gateMetrics,
-      log,
-      now,
-      modelRoute: (m) => breaker.route(m),
-    });
-  };
-  let gate = buildGate(cfg());
-
-  const app = createApp({
-    store,
-    config: live,
-    adminToken,
-    pluginToken,
-    clientNames: clientKeys.map((k) => k.name),
-    version: VERSION,
-    log,
-    now,
-    afterIngest: delivery.afterIngest,
-    adminApps: [notifierRoutes(notify.notifier), breakerRoutes(breaker)],
-    openApps: [adminRoutes({ log }), gateRoutes({ store, clientKeys, clientKeyHint, metrics: gateMetrics })],
-    rejections,
-    extraMetrics: () => [gateMetrics.render(), breaker.metrics()],
-  });
-
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve(
-      {
-        fetch: app.fetch,
-        port: base.server.port,
-        hostname: host,
-        createServer: gateFirstServer(() => gate),
-      },
-      () => resolve(s),
-    );
-    s.once("error", reject);
-  }).catch((err: unknown) => {
-    store.close();
-    void notify.notifier.close(0);
-    throw err;
-  });
-  server.on("error", (err) => log(`server error: ${err.message}`));
-  const port = (server.address() as AddressInfo).port;
-  const hostPart = host.includes(":") ? `[${host}]` : host;
-  const url = `http://${hostPart}:${port}`;
-
-  // The router's own heartbeat; an outage before this start becomes an event.
-  const alive = startAliveMarks({ store, now, version: VERSION, log, intervalMs: opts.aliveMs });
-
-  // Retention: prune at start, then periodically (at most hourly).
-  const prune = () => {
-    try {
-      const at = now();
-      const r = {
-        ...store.prune(at, cfg().progress.retention),
-        ...breakerStore.prune(at - cfg().progress.retention),
-      };
-      const total = Object.values(r).reduce((a, b) => a + b, 0);
-      if (total > 0) log(`retention: pruned ${JSON.stringify(r)}`);
-    } catch (err) {
-      log(`retention: prune failed: ${(err as Error).message}`);
-    }
-  };
-  prune();
-  const pruneEvery = () => Math.max(60_000, Math.min(3_600_000, Math.floor(cfg().progress.retention / 10)));
-  let pruneTimer = setInterval(prune, pruneEvery());
-  pruneTimer.unref();
-
-  // The watchdog-blind alert: checked on every stored tick (delivery.afterIngest),
-  // and on a timer for a tick that goes stale (router-ext/notify/from-watchdog.ts).
-  const blindTimer = setInterval(delivery.checkBlind, opts.blindCheckMs ?? 2000);
-  blindTimer.unref();
-  breaker.start(opts.breakerTickMs ?? 10_000);
-
-  // The in-process watchdog (serve only).
-  let watchdog: { stop(): Promise<void> } | null = null;
-  const startWatchdog = async (firstDelayMs: number) => {
-    if (!opts.watchdog || !cfg().watchdog.enabled) return;
-    const wd = await import("../watchdog/index.ts");
-    if (wd.timerInstalled({ env })) {
-      log(`watchdog: systemd timer ${wd.TIMER_UNIT} installed; not ticking in-process`);
-      return;
-    }
-    watchdog = wd.startWatchdogLoop({
-      config: cfg(),
-      // watchdog.servers from the files and flags only: an admin-set URL gets no opencode password.
-      fileServers: base.watchdog.servers,
-      routerUrl: url,
-      token: pluginToken,
-      statePath: wd.defaultStatePath(env),
-      env,
-      log,
-      firstDelayMs,
-      unref: true,
-    });
-    log(`watchdog: ticking in-process every ${cfg().watchdog.interval / 1000}s`);
-  };
-  await startWatchdog(5000);
-
-  const unsubscribe = live.subscribe((next, prev) => {
-    const gateKnobs = (c: Config) =>
-      JSON.stringify([c.prices, c.progress.refusal, c.server.max_proxy_bytes, c.server.upstream_timeout]);
-    if (gateKnobs(next) !== gateKnobs(prev)) gate = buildGate(next);
-    if (changed(next, prev, "notifications")) {
-      const old = notify.swap(createNotifier(next.notifications, { env, log, startupDiagnostics: false }));
+    notifier: (next) => {
+      const old = s.notify.swap(createNotifier(next.notifications, { env, log, startupDiagnostics: false }));
       void old.close();
-    }
-    if (next.progress.retention !== prev.progress.retention) {
-      clearInterval(pruneTimer);
-      pruneTimer = setInterval(prune, pruneEvery());
-      pruneTimer.unref();
-    }
-    const watched: Array<keyof Config> = [
-      "watchdog",
-      "thresholds",
-      "progress",
-      "verification",
-      "local_compute",
-    ];
-    if (opts.watchdog && watched.some((k) => changed(next, prev, k))) {
-      const old = watchdog;
-      watchdog = null;
-      void (old?.stop() ?? Promise.resolve()).then(() => startWatchdog(next.watchdog.interval));
-    }
+    },
+    retention: (next) => jobs.retention.restart(next),
+    watchdog: (next) => jobs.watchdog.restart(next),
   });
 
-  // Paths and sources only: a token never goes to the log (the journal under systemd).
-  log(`stallguard ${VERSION} listening on ${url}`);
-  log(
-    `admin page: ${url}/admin (it asks for the admin token: the file on the next line, or $STALLGUARD_ADMIN_TOKEN)`,
-  );
-  for (const line of credentials.lines) log(line);
-  log(`database: ${dbPath}`);
-  log(upstreamLine(base));
+  for (const line of startupLines(url, credentials.lines, dbPath, base)) log(line);
   announceRouter({
     env,
-    host,
+    host: base.server.host,
     port,
     tokenEnv: base.plugin.token_env,
     version: VERSION,
@@ -343,6 +210,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   });
 
   let closing: Promise<void> | null = null;
+  const { adminToken, pluginToken, clientKeys } = credentials;
   return {
     url,
     port,
@@ -351,21 +219,60 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     clientKeys,
     dbPath,
     close() {
-      closing ??= (async () => {
-        unsubscribe();
-        clearInterval(pruneTimer);
-        clearInterval(blindTimer);
-        alive.stop();
-        breaker.stop();
-        await watchdog?.stop();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          if ("closeAllConnections" in server) server.closeAllConnections();
-        });
-        await notify.notifier.close(500);
-        store.close();
-      })();
+      closing ??= shutdown(unsubscribe, jobs, server, s, store);
       return closing;
     },
   };
+}
+
+/**
+ * The jobs beside the routes: the router's own heartbeat (an outage before
+ * this start becomes an event), retention pruning, the watchdog-blind check
+ * on a timer for a tick that goes stale (router-ext/notify/from-watchdog.ts;
+ * it also runs on every stored tick), the breaker's clock and the in-process
+ * watchdog.
+ */
+async function startJobs(opts: StartOptions, p: Parts, s: Services, at: { base: Config; url: string }) {
+  const { store, now, log, cfg, env } = p;
+  const alive = startAliveMarks({ store, now, version: VERSION, log, intervalMs: opts.aliveMs });
+  const retention = startRetention({ store, breakerStore: s.breakerStore, config: cfg, now, log });
+  const blindTimer = setInterval(s.delivery.checkBlind, opts.blindCheckMs ?? 2000);
+  blindTimer.unref();
+  s.breaker.start(opts.breakerTickMs ?? 10_000);
+  const watchdog = await startWatchdogJob(
+    {
+      wanted: opts.watchdog === true,
+      config: cfg,
+      fileServers: at.base.watchdog.servers,
+      routerUrl: at.url,
+      pluginToken: p.credentials.pluginToken,
+      env,
+      log,
+    },
+    5000,
+  );
+  const blind: Job = { restart() {}, stop: async () => clearInterval(blindTimer) };
+  return { alive, retention, blind, watchdog };
+}
+
+/** Stops the config subscription and every job, then the listener, the notifier (500 ms to deliver) and the store. */
+async function shutdown(
+  unsubscribe: () => void,
+  jobs: Awaited<ReturnType<typeof startJobs>>,
+  server: ReturnType<typeof serve>,
+  s: Services,
+  store: Store,
+): Promise<void> {
+  unsubscribe();
+  await jobs.retention.stop();
+  await jobs.blind.stop();
+  jobs.alive.stop();
+  s.breaker.stop();
+  await jobs.watchdog.stop();
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    if ("closeAllConnections" in server) server.closeAllConnections();
+  });
+  await s.notify.notifier.close(500);
+  store.close();
 }

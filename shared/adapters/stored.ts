@@ -155,71 +155,102 @@ export function observationsFromMessages(
     const named = text(info.agent) ?? text(info.mode);
     const compactionTurn = named === "compaction" || info.summary === true;
     if (named && !compactionTurn) agent = named;
-    // Literals with every field spelled out, not spreads of a shared base: this
-    // runs per stored message and the spreads took V8's slow copy path.
     const who = agent || "unknown";
     if (role === "user") {
-      if (parts.some((p) => obj(p).type === "compaction")) {
-        out.push({ kind: "compaction", sessionId: session.id, time: created });
-        resuming = true;
-        continue;
-      }
-      if (resuming || isResumeTurn(parts as TextPartLike[])) {
-        resuming = false;
-        continue;
-      }
-      out.push({
-        kind: "user",
-        sessionId: session.id,
-        parentId: session.parentId,
-        agent: who,
-        time: created,
-        injected: isInjectedTurn(parts as TextPartLike[], opts.continuationMarkers),
-        textHash: userTextHash(parts as TextPartLike[]),
-      });
+      resuming = pushUser(out, session, who, created, parts, resuming, opts);
       continue;
     }
     if (role !== "assistant") continue;
-    if (!compactionTurn) {
-      resuming = false;
-      const provider = text(info.providerID);
-      const modelId = text(info.modelID);
-      const model = provider && modelId ? `${provider}/${modelId}` : (provider ?? modelId);
-      const turn: TurnObservation = {
-        kind: "turn",
-        sessionId: session.id,
-        parentId: session.parentId,
-        agent: who,
-        time: created,
-      };
-      if (model) turn.model = model;
-      out.push(turn);
-    }
-    const prompt = promptTokensOf(info.tokens);
-    out.push({
-      kind: "usage",
-      sessionId: session.id,
-      messageId: text(info.id) ?? `${session.id}:${out.length}`,
-      time: num(obj(info.time).completed) || created,
-      costUsd: num(info.cost) ?? 0,
-      promptTokens: prompt,
-      contextTokens: prompt,
-    });
-    // One context per message, not per part: most parts are text and step markers.
-    let ctx: Parameters<typeof fromToolPart>[1] | null = null;
-    for (const part of parts) {
-      if (obj(part).type !== "tool") continue;
-      ctx ??= {
-        sessionId: session.id,
-        parentId: session.parentId,
-        agent: who,
-        time: created,
-        directory: session.directory ?? null,
-        testPatterns: opts.testPatterns,
-      };
-      const call = fromToolPart(part, ctx);
-      if (call) out.push({ kind: "tool", call });
-    }
+    if (!compactionTurn) resuming = false;
+    pushAssistant(out, session, who, created, info, parts, compactionTurn, opts);
   }
   return out;
+}
+
+// The steps below take the message's place as plain arguments, not an object:
+// they run once per stored message.
+
+/**
+ * A user message: a compaction (the resume turn after it is skipped), the
+ * resume turn itself, or a user turn. Returns whether a resume turn is still
+ * expected.
+ */
+function pushUser(
+  out: Observation[],
+  session: StoredSession,
+  who: string,
+  created: number,
+  parts: unknown[],
+  resuming: boolean,
+  opts: StoredOptions,
+): boolean {
+  if (parts.some((p) => obj(p).type === "compaction")) {
+    out.push({ kind: "compaction", sessionId: session.id, time: created });
+    return true;
+  }
+  if (resuming || isResumeTurn(parts as TextPartLike[])) return false;
+  // Literals with every field spelled out, not spreads of a shared base: this
+  // runs per stored message and the spreads took V8's slow copy path.
+  out.push({
+    kind: "user",
+    sessionId: session.id,
+    parentId: session.parentId,
+    agent: who,
+    time: created,
+    injected: isInjectedTurn(parts as TextPartLike[], opts.continuationMarkers),
+    textHash: userTextHash(parts as TextPartLike[]),
+  });
+  return false;
+}
+
+/** An assistant message: its turn (not for a compaction's summary request), its usage, then its finished tool calls. */
+function pushAssistant(
+  out: Observation[],
+  session: StoredSession,
+  who: string,
+  created: number,
+  info: Record<string, unknown>,
+  parts: unknown[],
+  compactionTurn: boolean,
+  opts: StoredOptions,
+): void {
+  if (!compactionTurn) {
+    const provider = text(info.providerID);
+    const modelId = text(info.modelID);
+    const model = provider && modelId ? `${provider}/${modelId}` : (provider ?? modelId);
+    const turn: TurnObservation = {
+      kind: "turn",
+      sessionId: session.id,
+      parentId: session.parentId,
+      agent: who,
+      time: created,
+    };
+    if (model) turn.model = model;
+    out.push(turn);
+  }
+  const prompt = promptTokensOf(info.tokens);
+  out.push({
+    kind: "usage",
+    sessionId: session.id,
+    messageId: text(info.id) ?? `${session.id}:${out.length}`,
+    time: num(obj(info.time).completed) || created,
+    costUsd: num(info.cost) ?? 0,
+    promptTokens: prompt,
+    contextTokens: prompt,
+  });
+  // One context per message, not per part: most parts are text and step markers.
+  let ctx: Parameters<typeof fromToolPart>[1] | null = null;
+  for (const part of parts) {
+    if (obj(part).type !== "tool") continue;
+    ctx ??= {
+      sessionId: session.id,
+      parentId: session.parentId,
+      agent: who,
+      time: created,
+      directory: session.directory ?? null,
+      testPatterns: opts.testPatterns,
+    };
+    const call = fromToolPart(part, ctx);
+    if (call) out.push({ kind: "tool", call });
+  }
 }

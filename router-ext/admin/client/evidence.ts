@@ -108,32 +108,31 @@ function limits(
     .join(", ");
 }
 
-/** The rows for the page, the fired one marked; empty when nothing was reported. */
-export function evidenceRows(d: SessionDetail): EvidenceRow[] {
-  const t = verdictTransition(d);
-  if (!t) return [];
-  const s = t.signals;
-  const th = d.thresholds;
-  const ro = s.read_only;
-  const fired = t.verdict === "ok" || !t.reason ? null : (FIRED_BY[t.reason] ?? null);
-  const row = (key: string, label: string, value: string, lim: string): EvidenceRow => ({
-    key,
-    label,
-    value,
-    limits: lim,
-    fired: key === fired,
-  });
+type Row = (key: string, label: string, value: string, lim: string) => EvidenceRow;
+type Thresholds = SessionDetail["thresholds"];
+
+/** The most repeated calls, and the call repeated with the same result. */
+function repeatTexts(t: TransitionView): { tops: string; same: string } {
   const ev = t.evidence;
-  // The judge saw the reporter's figures; the readout prefers the gate's. Say both when they differ.
-  const gate = d.session.spend_source === "gate";
-  const also = (own: string, now: string) => (gate && own !== now ? `${own} (gate now: ${now})` : own);
   const tops = ev?.top_targets.length
     ? ev.top_targets.map((r) => `${r.target} x${r.count}`).join(", ")
     : t.top_target
       ? `${t.top_target} x${t.top_target_count}`
       : "-";
   const same = ev?.same_result ? `${ev.same_result.target} x${ev.same_result.count}` : "-";
-  const rows = [
+  return { tops, same };
+}
+
+/** The rows every flagged session shows, in order. */
+function alwaysRows(d: SessionDetail, t: TransitionView, row: Row): EvidenceRow[] {
+  const s = t.signals;
+  const th = d.thresholds;
+  const ev = t.evidence;
+  // The judge saw the reporter's figures; the readout prefers the gate's. Say both when they differ.
+  const gate = d.session.spend_source === "gate";
+  const also = (own: string, now: string) => (gate && own !== now ? `${own} (gate now: ${now})` : own);
+  const { tops, same } = repeatTexts(t);
+  return [
     row(
       "signal",
       "signal",
@@ -145,7 +144,7 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
       "same_result",
       "same call, same result",
       same,
-      ro ? limits(th, "top_ro_warn", "top_ro_loop") : limits(th, "top_warn", "top_loop"),
+      s.read_only ? limits(th, "top_ro_warn", "top_ro_loop") : limits(th, "top_warn", "top_loop"),
     ),
     row(
       "fail_streak",
@@ -173,10 +172,16 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
     ),
     row("context", "context size", `${fmtInt(s.context_tokens)} tokens`, "-"),
   ];
+}
+
+/** The loop shapes that have a value or fired, flip-flops and injected continuations when there are any. */
+function occasionalRows(t: TransitionView, th: Thresholds, fired: string | null, row: Row): EvidenceRow[] {
+  const s = t.signals;
+  const rows: EvidenceRow[] = [];
   for (const shape of SHAPES) {
-    const value = shape.value(ev);
+    const value = shape.value(t.evidence);
     if (!value && fired !== shape.key) continue;
-    const knobs = shape.knobs(ro);
+    const knobs = shape.knobs(s.read_only);
     rows.push(row(shape.key, shape.label, value || "-", knobs ? limits(th, ...knobs) : "-"));
   }
   if (s.flip_flops > 0)
@@ -193,4 +198,13 @@ export function evidenceRows(d: SessionDetail): EvidenceRow[] {
       ),
     );
   return rows;
+}
+
+/** The rows for the page, the fired one marked; empty when nothing was reported. */
+export function evidenceRows(d: SessionDetail): EvidenceRow[] {
+  const t = verdictTransition(d);
+  if (!t) return [];
+  const fired = t.verdict === "ok" || !t.reason ? null : (FIRED_BY[t.reason] ?? null);
+  const row: Row = (key, label, value, lim) => ({ key, label, value, limits: lim, fired: key === fired });
+  return [...alwaysRows(d, t, row), ...occasionalRows(t, d.thresholds, fired, row)];
 }

@@ -4,13 +4,13 @@
 // kept with who and when, shown in /api/sessions, counted on /metrics and
 // exported as calibrate labels; the detail answer carries what the page draws.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { configSchema, type Heartbeat } from "../../shared/index.ts";
-import { loopEvidence, signals, transition } from "../../test/helpers/wire-fixtures.ts";
-import { served } from "../breaker/testing.ts";
-import { openDatabase } from "../db/open.ts";
-import { Store } from "../db/store.ts";
-import { createApp } from "./app.ts";
-import { LiveConfig } from "./live-config.ts";
+import { configSchema, type Heartbeat } from "../../../shared/index.ts";
+import { loopEvidence, signals, transition } from "../../../test/helpers/wire-fixtures.ts";
+import { served } from "../../breaker/testing.ts";
+import { openDatabase } from "../../db/open.ts";
+import { Store } from "../../db/store.ts";
+import { createApp } from "../app.ts";
+import { LiveConfig } from "../live-config.ts";
 
 const TOKEN = "admin-token-for-marks";
 const ROOT = "ses_mk_root";

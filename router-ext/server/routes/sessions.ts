@@ -1,5 +1,5 @@
-// The sessions API and the marks, mounted by createApp inside the admin API
-// (behind the admin token and whatever checks guard its writes):
+// The sessions API and the marks, mounted by createApp under /api (behind the
+// admin token and the browser guard):
 //   GET    /api/sessions            ?limit=1..2000 (2000) &offset=0..: every flagged,
 //                                   refused or marked session, then a page of the others
 //   GET    /api/sessions/:id        everything the session page shows
@@ -8,13 +8,12 @@
 //   GET    /api/labels              the marks as a calibrate labels document
 import { Hono } from "hono";
 import { z } from "zod";
-import { idSchema } from "../../shared/index.ts";
-import type { SessionsResponse } from "../api/schemas.ts";
-import { type MarkResponse, markKinds, type SessionDetail } from "../api/session-detail.ts";
-import { sessionPage } from "../db/session-list.ts";
-import type { Store } from "../db/store.ts";
-import { byName, issuesOf, validBody, validQuery } from "./admin-body.ts";
-import type { LiveConfig } from "./live-config.ts";
+import { idSchema } from "../../../shared/index.ts";
+import type { SessionsResponse } from "../../api/schemas.ts";
+import { type MarkResponse, markKinds, type SessionDetail } from "../../api/session-detail.ts";
+import { sessionPage } from "../../db/session-list.ts";
+import { byName, issuesOf, validBody, validQuery } from "../admin-body.ts";
+import type { RouteDeps } from "./deps.ts";
 
 const markSchema = z.strictObject({ kind: z.enum(markKinds), by: byName.optional() });
 const pageSchema = z.strictObject({
@@ -22,16 +21,7 @@ const pageSchema = z.strictObject({
   offset: z.coerce.number().int().min(0).max(1_000_000_000).default(0),
 });
 
-export interface SessionRoutesDeps {
-  store: Store;
-  config: LiveConfig;
-  now: () => number;
-  log: (line: string) => void;
-  /** A plugin heard from within this long is live. */
-  liveWindow: () => number;
-}
-
-export function sessionRoutes(d: SessionRoutesDeps): Hono {
+export function sessionRoutes(d: RouteDeps): Hono {
   const app = new Hono();
 
   app.get("/api/labels", (c) => c.json(d.store.labels()));
