@@ -2,14 +2,11 @@
 // bash call that may write, the edit tools that change files themselves) and
 // the answer a bash call's observation waits for. Without a probe every
 // method is a no-op and bash writes are judged from the command alone.
-import { obj, text } from "../shared/index.ts";
+import { changesFiles, obj, text } from "../shared/index.ts";
 import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 
 /** What the plugin asks of the work-tree probe (worktree-probe.ts). */
 export type ProbeLike = Pick<WorktreeProbe, "refresh" | "started" | "ended" | "before" | "after" | "close">;
-
-/** Tools that change files themselves: the work-tree baseline is retaken after them. */
-const EDIT_TOOLS = new Set(["edit", "multiedit", "write", "create", "apply_patch", "patch", "str_replace"]);
 
 /** A bash call's ids and command, from tool.execute.before/after shapes; null for other tools. */
 export function bashCommandOf(
@@ -53,14 +50,13 @@ export class ProbeHooks {
     }
     const i = obj(input);
     const [sessionId, callId] = [text(i.sessionID), text(i.callID)];
-    if (sessionId && callId && EDIT_TOOLS.has(text(i.tool)?.toLowerCase() ?? ""))
-      this.probe.started(sessionId, callId);
+    if (sessionId && callId && changesFiles(text(i.tool) ?? "")) this.probe.started(sessionId, callId);
     return false;
   }
 
   /** An edit tool finished: the probe's baseline is retaken (the change is the tool's, not bash's). */
   afterTool(sessionId: string, callId: string, tool: string): void {
-    if (!this.probe || !EDIT_TOOLS.has(tool.toLowerCase())) return;
+    if (!this.probe || !changesFiles(tool)) return;
     this.probe.ended(sessionId, callId);
     this.probe.refresh();
   }

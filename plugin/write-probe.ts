@@ -4,9 +4,8 @@
 // hashed locally and dropped; it never leaves the plugin.
 import { readFile, stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
-import { BoundedMap, obj, sha256 } from "../shared/index.ts";
+import { BoundedMap, obj, sha256, toolKind } from "../shared/index.ts";
 
-const WRITE_TOOLS = new Set(["write", "create"]);
 /** Files larger than this are not hashed: the write is then judged without a prior. */
 const MAX_BYTES = 8 * 1024 * 1024;
 
@@ -39,7 +38,7 @@ export class WriteProbe {
   /** tool.execute.before: remembers the file's hash before a write. */
   async before(input: unknown, output: unknown): Promise<void> {
     const i = obj(input);
-    if (typeof i.tool !== "string" || !WRITE_TOOLS.has(i.tool.toLowerCase())) return;
+    if (typeof i.tool !== "string" || toolKind(i.tool) !== "write") return;
     const args = obj(obj(output).args);
     const path = args.filePath ?? args.file_path ?? args.path;
     if (typeof path !== "string" || path === "" || typeof i.sessionID !== "string") return;

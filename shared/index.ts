@@ -32,6 +32,7 @@ export * from "./run-output.ts";
 export * from "./session-tracker.ts";
 export * from "./sweep.ts";
 export * from "./tool-call.ts";
+export * from "./tool-kinds.ts";
 export * from "./tree-credit.ts";
 export * from "./types.ts";
 export * from "./wire.ts";

@@ -1,6 +1,7 @@
 // Turns one finished tool call (tool name, arguments, metadata, status) into a
 // ToolCall: hashes, a coarse target and booleans. The arguments and output are
 // read here and dropped; nothing of them is kept but hashes.
+
 import { commandTarget, isCommitCommand, isTestCommand } from "./bash-command.ts";
 import { bashKey } from "./bash-key.ts";
 import { bashWrites } from "./bash-writes.ts";
@@ -11,6 +12,7 @@ import { sha256, shortHash } from "./hash.ts";
 import { outcomeHash } from "./outcome.ts";
 import { slugAgent } from "./policy.ts";
 import { num, obj, type Rec, str } from "./read.ts";
+import { toolKind } from "./tool-kinds.ts";
 import type { Effect, ToolCall, WorktreeAnswer } from "./types.ts";
 
 export interface CallContext {
@@ -73,12 +75,6 @@ type Args = Rec;
  */
 export const TOOL_METADATA_KEYS: readonly string[] = ["exit", "diff", "files", "exists", "filepath"];
 
-const READ_TOOLS = new Set(["read", "view", "cat"]);
-const EDIT_TOOLS = new Set(["edit", "multiedit", "str_replace", "replace"]);
-const WRITE_TOOLS = new Set(["write", "create"]);
-const PATCH_TOOLS = new Set(["apply_patch", "patch"]);
-const SEARCH_TOOLS = new Set(["grep", "glob", "find", "search", "codesearch", "list", "ls"]);
-
 function filePathOf(args: Args): string | undefined {
   return str(args.filePath) ?? str(args.file_path) ?? str(args.path) ?? str(args.file);
 }
@@ -117,17 +113,18 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
       key: `invalid|${meant}|${sha256(str(args.error) ?? "")}`,
     };
   }
-  if (READ_TOOLS.has(t)) {
+  const kind = toolKind(t);
+  if (kind === "read") {
     const p = coarsePath(filePathOf(args) ?? "?", dir);
     // Sliced reading (offset/limit) is normal work: each slice is its own key.
     return { target: p, key: `read|${p}|${num(args.offset) ?? ""}|${num(args.limit) ?? ""}` };
   }
-  if (EDIT_TOOLS.has(t) || WRITE_TOOLS.has(t)) {
+  if (kind === "edit" || kind === "write") {
     // Retries of an edit on one file change their text; the file is the key.
     const p = coarsePath(filePathOf(args) ?? "?", dir);
-    return { target: p, key: `${EDIT_TOOLS.has(t) ? "edit" : "write"}|${p}` };
+    return { target: p, key: `${kind}|${p}` };
   }
-  if (PATCH_TOOLS.has(t)) {
+  if (kind === "patch") {
     const metaFiles = Array.isArray(meta.files)
       ? meta.files
           .map((f) => str(obj(f).relativePath) ?? str(obj(f).filePath))
@@ -145,7 +142,7 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
           : `${sorted[0]} +${sorted.length - 1}`;
     return { target, key: `patch|${sorted.join(",")}` };
   }
-  if (SEARCH_TOOLS.has(t)) {
+  if (kind === "search") {
     const p = coarsePath(str(args.path) ?? str(args.directory) ?? ".", dir);
     const pattern = str(args.pattern) ?? str(args.query) ?? str(args.include) ?? "";
     const include = str(args.include) ?? "";
@@ -184,7 +181,8 @@ function effectOf(
 ) {
   const t = tool.toLowerCase();
   if (status !== "completed") return { effect: "none" as Effect, change: null, write: null };
-  if (EDIT_TOOLS.has(t) || PATCH_TOOLS.has(t)) {
+  const kind = toolKind(t);
+  if (kind === "edit" || kind === "patch") {
     const diff = str(meta.diff) ?? "";
     if (diff.trim() === "") return { effect: "none" as Effect, change: null, write: null };
     const change =
@@ -196,7 +194,7 @@ function effectOf(
       );
     return { effect: "change" as Effect, change, write: null };
   }
-  if (WRITE_TOOLS.has(t)) {
+  if (kind === "write") {
     const path = coarsePath(filePathOf(args) ?? str(meta.filepath) ?? "?", ctx.directory);
     const content = sha256(str(args.content) ?? "");
     const existed = typeof meta.exists === "boolean" ? meta.exists : null;
