@@ -140,20 +140,21 @@ describe("commit and test detection", () => {
   });
 });
 
+const SECRET_WORDS = [
+  "sk-abcdefghijkl",
+  "ghp_1234567890abcdef",
+  "AKIAABCDEFGHIJKL",
+  "https://u:p@host/x",
+  "Bearer",
+  "a1b2c3d4e5f6a7b8c9d0e1f2",
+  "--key=a1b2c3d4e5f6a7b8c9d0e1f2",
+];
+const PLAIN_WORDS = ["pytest", "src/components/navbar.js", "-n", "100", "test_admin_js_units.py", "README"];
+
 describe("redaction", () => {
-  it("marks key-shaped tokens, credential URLs, auth words and long random words as secret", () => {
-    for (const w of [
-      "sk-abcdefghijkl",
-      "ghp_1234567890abcdef",
-      "AKIAABCDEFGHIJKL",
-      "https://u:p@host/x",
-      "Bearer",
-      "a1b2c3d4e5f6a7b8c9d0e1f2",
-      "--key=a1b2c3d4e5f6a7b8c9d0e1f2",
-    ])
-      expect(looksSecret(w), w).toBe(true);
-    for (const w of ["pytest", "src/components/navbar.js", "-n", "100", "test_admin_js_units.py", "README"])
-      expect(looksSecret(w), w).toBe(false);
+  // Key-shaped tokens, credential URLs, auth words and long random words are secret.
+  it.each(yesNoCases(SECRET_WORDS, PLAIN_WORDS))("$input: secret $expected", ({ input, expected }) => {
+    expect(looksSecret(input), input).toBe(expected);
   });
 
   it("redacts words for targets", () => {
