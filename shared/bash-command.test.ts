@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { yesNoCases } from "./_test-cases.ts";
 import {
   commandNumbers,
   commandTarget,
@@ -98,60 +99,62 @@ describe("referenced files and numbers", () => {
   });
 });
 
+const COMMITS = [
+  "git commit -m x",
+  "git commit --amend --no-edit",
+  "cd repo && git add a.py && git commit -qm 'x y'",
+  "git -C sub commit -m x",
+  "git -c user.name=x commit -m y",
+  "GIT_AUTHOR_NAME=x git commit -m y",
+];
+const NOT_COMMITS = [
+  "git status",
+  "git commit-tree abc",
+  "echo git commit",
+  "git log --grep commit",
+  "gitk commit",
+];
+const TEST_RUNS = [
+  "pytest tests/x.py -k foo",
+  "python -m pytest -q",
+  "cd app && npm test",
+  "npm run lint",
+  "npx vitest run",
+  "CI=1 cargo test",
+  "go test ./...",
+  "make check",
+  "ruff check .",
+  "python3 tests/runtests.py",
+];
+const NOT_TEST_RUNS = ["npm install", "python3 reproduce.py", "cat test_x.py", "echo pytest", "ls tests"];
+
 describe("commit and test detection", () => {
-  it("recognizes git commit in any segment, with global options, including --amend", () => {
-    for (const c of [
-      "git commit -m x",
-      "git commit --amend --no-edit",
-      "cd repo && git add a.py && git commit -qm 'x y'",
-      "git -C sub commit -m x",
-      "git -c user.name=x commit -m y",
-      "GIT_AUTHOR_NAME=x git commit -m y",
-    ])
-      expect(isCommitCommand(c), c).toBe(true);
-    for (const c of [
-      "git status",
-      "git commit-tree abc",
-      "echo git commit",
-      "git log --grep commit",
-      "gitk commit",
-    ])
-      expect(isCommitCommand(c), c).toBe(false);
+  // git commit in any segment, with global options, including --amend.
+  it.each(yesNoCases(COMMITS, NOT_COMMITS))("$input: a commit $expected", ({ input, expected }) => {
+    expect(isCommitCommand(input), input).toBe(expected);
   });
 
-  it("recognizes test and lint runs from the configured patterns", () => {
-    for (const c of [
-      "pytest tests/x.py -k foo",
-      "python -m pytest -q",
-      "cd app && npm test",
-      "npm run lint",
-      "npx vitest run",
-      "CI=1 cargo test",
-      "go test ./...",
-      "make check",
-      "ruff check .",
-      "python3 tests/runtests.py",
-    ])
-      expect(isTestCommand(c, patterns), c).toBe(true);
-    for (const c of ["npm install", "python3 reproduce.py", "cat test_x.py", "echo pytest", "ls tests"])
-      expect(isTestCommand(c, patterns), c).toBe(false);
+  // Test and lint runs, from the configured patterns.
+  it.each(yesNoCases(TEST_RUNS, NOT_TEST_RUNS))("$input: a test run $expected", ({ input, expected }) => {
+    expect(isTestCommand(input, patterns), input).toBe(expected);
   });
 });
 
+const SECRET_WORDS = [
+  "sk-abcdefghijkl",
+  "ghp_1234567890abcdef",
+  "AKIAABCDEFGHIJKL",
+  "https://u:p@host/x",
+  "Bearer",
+  "a1b2c3d4e5f6a7b8c9d0e1f2",
+  "--key=a1b2c3d4e5f6a7b8c9d0e1f2",
+];
+const PLAIN_WORDS = ["pytest", "src/components/navbar.js", "-n", "100", "test_admin_js_units.py", "README"];
+
 describe("redaction", () => {
-  it("marks key-shaped tokens, credential URLs, auth words and long random words as secret", () => {
-    for (const w of [
-      "sk-abcdefghijkl",
-      "ghp_1234567890abcdef",
-      "AKIAABCDEFGHIJKL",
-      "https://u:p@host/x",
-      "Bearer",
-      "a1b2c3d4e5f6a7b8c9d0e1f2",
-      "--key=a1b2c3d4e5f6a7b8c9d0e1f2",
-    ])
-      expect(looksSecret(w), w).toBe(true);
-    for (const w of ["pytest", "src/components/navbar.js", "-n", "100", "test_admin_js_units.py", "README"])
-      expect(looksSecret(w), w).toBe(false);
+  // Key-shaped tokens, credential URLs, auth words and long random words are secret.
+  it.each(yesNoCases(SECRET_WORDS, PLAIN_WORDS))("$input: secret $expected", ({ input, expected }) => {
+    expect(looksSecret(input), input).toBe(expected);
   });
 
   it("redacts words for targets", () => {

@@ -3,6 +3,7 @@
 import { defineCommand } from "citty";
 import { listFlag, repeated } from "../calibrate/args.ts";
 import { runCalibrate } from "../calibrate/run.ts";
+import { stringArg, switchArg } from "./args.ts";
 import type { CliIo } from "./io.ts";
 
 export default defineCommand({
@@ -12,57 +13,36 @@ export default defineCommand({
       "Replay opencode sessions through the detector: a verdict per session, an HTML timeline report, an audit of labelled sessions (with both halves of a fixed split), each threshold's margins, and a threshold sweep.",
   },
   args: {
-    db: {
-      type: "string",
-      description:
-        "opencode's database (opencode.db) to replay, read-only; not stallguard's own store (serve --db). Default: ~/.local/share/opencode/opencode.db",
-    },
-    copy: {
-      type: "boolean",
-      description: "Copy the database with SQLite's backup API first and read the copy",
-    },
-    export: {
-      type: "string",
-      description:
-        "opencode export JSON files, directories of them, or a quoted glob ('dir/ses_*.json'): --export a.json b.json dir/ (also repeat or comma-separate)",
-    },
-    server: { type: "string", description: "A live opencode server, e.g. http://127.0.0.1:4096" },
-    since: {
-      type: "string",
-      description: "Only sessions updated since: ISO date, epoch ms, or a duration (7d)",
-    },
-    session: {
-      type: "string",
-      description: "Only this session and its sub-agents (repeat or comma-separate)",
-    },
-    json: { type: "boolean", description: 'Print {"sessions": [...]} to stdout instead of the table' },
-    timeline: { type: "boolean", description: "Include the per-call timeline in --json" },
-    html: { type: "string", description: "Write a self-contained HTML report to this file" },
-    sweep: { type: "boolean", description: "Sweep thresholds over labelled sessions and propose the best" },
-    labels: {
-      type: "string",
-      description:
-        'JSON {"<session id>": "loop" | "healthy" | "unclear"}: prints an audit per labelled set (labels.json beside exports counts too)',
-    },
-    "labels-from": {
-      type: "string",
-      description:
-        "The admin's marks as labels: the router's URL (GET /api/labels; admin token from STALLGUARD_ADMIN_TOKEN or ~/.config/stallguard/admin.token) or a file exported from the admin page; proposes thresholds",
-    },
-    split: {
-      type: "boolean",
-      description:
-        "Audit both halves of a fixed split (sha256 of the session id, first byte even: A, odd: B)",
-    },
-    margins: {
-      type: "boolean",
-      description:
-        "Per threshold, one at a time: the nearest value that flags a healthy run or misses a loop",
-    },
-    grid: { type: "string", description: 'Sweep grid, e.g. "stall_turns=2,4,6;dup_warn=0.3,0.4"' },
-    top: { type: "string", description: "Sweep rows to print (default 10)" },
-    config: { type: "string", description: "Extra config YAML layered over config/config.yaml" },
-    quiet: { type: "boolean", description: "No progress on stderr" },
+    db: stringArg(
+      "opencode's database (opencode.db) to replay, read-only; not stallguard's own store (serve --db). Default: ~/.local/share/opencode/opencode.db",
+    ),
+    copy: switchArg("Copy the database with SQLite's backup API first and read the copy"),
+    export: stringArg(
+      "opencode export JSON files, directories of them, or a quoted glob ('dir/ses_*.json'): --export a.json b.json dir/ (also repeat or comma-separate)",
+    ),
+    server: stringArg("A live opencode server, e.g. http://127.0.0.1:4096"),
+    since: stringArg("Only sessions updated since: ISO date, epoch ms, or a duration (7d)"),
+    session: stringArg("Only this session and its sub-agents (repeat or comma-separate)"),
+    json: switchArg('Print {"sessions": [...]} to stdout instead of the table'),
+    timeline: switchArg("Include the per-call timeline in --json"),
+    html: stringArg("Write a self-contained HTML report to this file"),
+    sweep: switchArg("Sweep thresholds over labelled sessions and propose the best"),
+    labels: stringArg(
+      'JSON {"<session id>": "loop" | "healthy" | "unclear"}: prints an audit per labelled set (labels.json beside exports counts too)',
+    ),
+    "labels-from": stringArg(
+      "The admin's marks as labels: the router's URL (GET /api/labels; admin token from STALLGUARD_ADMIN_TOKEN or ~/.config/stallguard/admin.token) or a file exported from the admin page; proposes thresholds",
+    ),
+    split: switchArg(
+      "Audit both halves of a fixed split (sha256 of the session id, first byte even: A, odd: B)",
+    ),
+    margins: switchArg(
+      "Per threshold, one at a time: the nearest value that flags a healthy run or misses a loop",
+    ),
+    grid: stringArg('Sweep grid, e.g. "stall_turns=2,4,6;dup_warn=0.3,0.4"'),
+    top: stringArg("Sweep rows to print (default 10)"),
+    config: stringArg("Extra config YAML layered over config/config.yaml"),
+    quiet: switchArg("No progress on stderr"),
   },
   async run({ args, rawArgs, data }): Promise<number> {
     const io = data as CliIo;

@@ -9,6 +9,7 @@ import { defineCommand } from "citty";
 import { exitCode, runChecks } from "../doctor/checks.ts";
 import { gatherFacts } from "../doctor/gather.ts";
 import { renderJson, renderText } from "../doctor/render.ts";
+import { stringArg, switchArg } from "./args.ts";
 import type { CliIo } from "./io.ts";
 import { loadWatchdogConfig } from "./watchdog.ts";
 
@@ -19,20 +20,14 @@ export default defineCommand({
       "Check the whole install (opencode, plugin, provider and key, router, tokens, upstream, D-Bus, units, watchdog) and say how to fix what is broken",
   },
   args: {
-    json: { type: "boolean", description: "Print the checks as one JSON document", default: false },
-    upstream: {
-      type: "boolean",
-      description: "Also send a models request to the upstream (server.upstream)",
-      default: false,
-    },
-    router: {
-      type: "string",
-      description:
-        "The router's URL (default STALLGUARD_URL, plugin.router_url, the router.json serve writes, http://127.0.0.1:4870)",
-    },
-    project: { type: "string", description: "The project opencode runs in (default: the current directory)" },
-    opencode: { type: "string", description: "The opencode binary (default: opencode on PATH)" },
-    config: { type: "string", description: "A config file layered over config/config.yaml" },
+    json: switchArg("Print the checks as one JSON document", false),
+    upstream: switchArg("Also send a models request to the upstream (server.upstream)", false),
+    router: stringArg(
+      "The router's URL (default STALLGUARD_URL, plugin.router_url, the router.json serve writes, http://127.0.0.1:4870)",
+    ),
+    project: stringArg("The project opencode runs in (default: the current directory)"),
+    opencode: stringArg("The opencode binary (default: opencode on PATH)"),
+    config: stringArg("A config file layered over config/config.yaml"),
   },
   async run({ args, data }): Promise<number> {
     const io = data as CliIo;

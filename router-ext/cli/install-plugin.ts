@@ -7,6 +7,7 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineCommand } from "citty";
+import { stringArg } from "./args.ts";
 import { type CliIo, say, warn } from "./io.ts";
 import { VERSION } from "./version.ts";
 
@@ -112,8 +113,8 @@ export default defineCommand({
       "Install the opencode plugin into ~/.config/opencode/plugins (or a project's .opencode/plugins)",
   },
   args: {
-    project: { type: "string", description: "Install into DIR/.opencode/plugins instead" },
-    from: { type: "string", description: "The bundle to install (default: the one shipped with this CLI)" },
+    project: stringArg("Install into DIR/.opencode/plugins instead"),
+    from: stringArg("The bundle to install (default: the one shipped with this CLI)"),
   },
   run({ args, data }): number {
     const io = data as CliIo;

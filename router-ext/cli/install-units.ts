@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { defineCommand } from "citty";
 import { packageRoot } from "../../io/config-files.ts";
 import { userUnitDir } from "../watchdog/loop.ts";
+import { stringArg, switchArg } from "./args.ts";
 import { type CliIo, say, warn } from "./io.ts";
 
 export const UNIT_FILES = [
@@ -130,13 +131,9 @@ const meta = {
 export default defineCommand({
   meta,
   args: {
-    dir: { type: "string", description: "Write the units here instead" },
-    config: { type: "string", description: "Config file to read watchdog.interval from" },
-    enable: {
-      type: "boolean",
-      description: "Also daemon-reload and enable --now both units",
-      default: false,
-    },
+    dir: stringArg("Write the units here instead"),
+    config: stringArg("Config file to read watchdog.interval from"),
+    enable: switchArg("Also daemon-reload and enable --now both units", false),
   },
   async run({ args, data }): Promise<number> {
     const io = data as CliIo;

@@ -3,6 +3,7 @@
 // runs until the process is asked to stop, then closes (at most 5 s).
 import { defineCommand } from "citty";
 import { ConfigError, startServer } from "../server/start.ts";
+import { stringArg } from "./args.ts";
 import { type CliIo, warn } from "./io.ts";
 
 function parsePort(raw: string | undefined): number | undefined | Error {
@@ -17,15 +18,13 @@ export default defineCommand({
     description: "Run the router extension (progress judge, gate, admin page, /metrics).",
   },
   args: {
-    port: { type: "string", description: "Listen port (0 = any free port). Default: server.port (4870)" },
-    host: { type: "string", description: "Listen address. Default 127.0.0.1; others need both tokens set" },
-    db: {
-      type: "string",
-      description:
-        "stallguard's own SQLite store (not opencode's database: that is calibrate --db). Default: $XDG_STATE_HOME/stallguard/stallguard.db",
-    },
-    upstream: { type: "string", description: "The model endpoint's OpenAI base URL, ending in /v1" },
-    config: { type: "string", description: "A YAML file used instead of config/config.local.yaml" },
+    port: stringArg("Listen port (0 = any free port). Default: server.port (4870)"),
+    host: stringArg("Listen address. Default 127.0.0.1; others need both tokens set"),
+    db: stringArg(
+      "stallguard's own SQLite store (not opencode's database: that is calibrate --db). Default: $XDG_STATE_HOME/stallguard/stallguard.db",
+    ),
+    upstream: stringArg("The model endpoint's OpenAI base URL, ending in /v1"),
+    config: stringArg("A YAML file used instead of config/config.local.yaml"),
   },
   async run({ args, data }): Promise<number> {
     const io = data as CliIo;

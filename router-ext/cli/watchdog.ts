@@ -12,6 +12,7 @@ import {
   startWatchdogLoop,
   type WatchdogTickResult,
 } from "../watchdog/index.ts";
+import { stringArg, switchArg } from "./args.ts";
 import { type CliIo, say, warn } from "./io.ts";
 
 /**
@@ -71,18 +72,12 @@ export default defineCommand({
       "Judge opencode sessions that have no plugin (from opencode.db and any --server), and report to the router",
   },
   args: {
-    once: {
-      type: "boolean",
-      description: "Run one tick and exit (what the systemd timer runs)",
-      default: false,
-    },
-    server: { type: "string", description: "An opencode server URL to watch (repeatable)" },
-    router: {
-      type: "string",
-      description:
-        "The router extension's URL (default STALLGUARD_URL, plugin.router_url, the router.json serve writes, http://127.0.0.1:4870)",
-    },
-    config: { type: "string", description: "A config file layered over config/config.yaml" },
+    once: switchArg("Run one tick and exit (what the systemd timer runs)", false),
+    server: stringArg("An opencode server URL to watch (repeatable)"),
+    router: stringArg(
+      "The router extension's URL (default STALLGUARD_URL, plugin.router_url, the router.json serve writes, http://127.0.0.1:4870)",
+    ),
+    config: stringArg("A config file layered over config/config.yaml"),
   },
   async run({ args, rawArgs, data }): Promise<number> {
     const io = data as CliIo;

@@ -143,22 +143,23 @@ describe("OpencodeDb", () => {
   });
 
   test("a shape it does not know is refused by name; a missing or non-SQLite file likewise", () => {
-    const noMessage = join(tmp, "no-message.db");
-    const a = new Database(noMessage);
-    a.exec("CREATE TABLE session (id text); CREATE TABLE part (id text)");
-    a.close();
-    expect(problem(() => OpencodeDb.open(noMessage))).toMatchObject({
-      kind: "unexpected_shape",
-      message: 'not an opencode database: no "message" table',
-    });
-    const noColumn = fixture(1);
-    const b = new Database(noColumn);
-    b.exec("ALTER TABLE session DROP COLUMN title");
-    b.close();
-    expect(problem(() => OpencodeDb.open(noColumn))).toMatchObject({
-      kind: "unexpected_shape",
-      message: 'unexpected opencode database shape: "session" has no "title" column',
-    });
+    /** The database at `path` after `sql`, opened: refused as an unexpected shape, with this message. */
+    const refusedShape = (path: string, sql: string, message: string) => {
+      const db = new Database(path);
+      db.exec(sql);
+      db.close();
+      expect(problem(() => OpencodeDb.open(path))).toMatchObject({ kind: "unexpected_shape", message });
+    };
+    refusedShape(
+      join(tmp, "no-message.db"),
+      "CREATE TABLE session (id text); CREATE TABLE part (id text)",
+      'not an opencode database: no "message" table',
+    );
+    refusedShape(
+      fixture(1),
+      "ALTER TABLE session DROP COLUMN title",
+      'unexpected opencode database shape: "session" has no "title" column',
+    );
     const missing = join(tmp, "missing.db");
     expect(problem(() => OpencodeDb.open(missing))).toMatchObject({ kind: "missing", path: missing });
     expect(existsSync(missing)).toBe(false);

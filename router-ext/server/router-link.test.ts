@@ -2,17 +2,15 @@ import {
   chmodSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { tempDirForTests } from "../../test/helpers/temp-dir.ts";
 import {
   announceRouter,
   DEFAULT_ROUTER_URL,
@@ -23,8 +21,7 @@ import {
   writeRouterLink,
 } from "./router-link.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "sg-link-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForTests("sg-link-");
 const link = {
   url: "http://127.0.0.1:4871",
   token: { file: "/x/plugin.token" },

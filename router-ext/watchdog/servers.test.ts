@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { tempDirForTests } from "../../test/helpers/temp-dir.ts";
 import {
   authFor,
   collectServers,
@@ -15,8 +15,7 @@ import {
   serversFromRegistry,
 } from "./servers.ts";
 
-const tmp = mkdtempSync(join(tmpdir(), "stallguard-wd-servers-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirForTests("stallguard-wd-servers-");
 
 describe("rc-servers.json", () => {
   test("path follows XDG_DATA_HOME, else HOME/.local/share", () => {

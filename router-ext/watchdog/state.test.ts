@@ -1,11 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { tempDirForTests } from "../../test/helpers/temp-dir.ts";
 import { defaultStatePath, emptyState, loadState, pruneState, saveState } from "./state.ts";
 
-const tmp = mkdtempSync(join(tmpdir(), "stallguard-wd-state-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirForTests("stallguard-wd-state-");
 
 describe("watchdog state file", () => {
   test("default path follows XDG_STATE_HOME", () => {

@@ -3,11 +3,11 @@
 // bundle judges them (with its work-tree probe) and reports to the real
 // router, whose SQLite file the assertions read. One stack for the file, one
 // session per scenario.
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { configSchema, policyFromConfig, replay, type StoredMessage } from "../../shared/index.ts";
 import type { ModelReply } from "../helpers/model-server.ts";
 import { scriptRouter, steps } from "../helpers/model-server.ts";
-import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
+import { type PluginStack, pluginStackPerFile } from "../helpers/plugin-stack.ts";
 import { routerDb, until } from "../helpers/router-db.ts";
 
 const policy = policyFromConfig(configSchema.parse({}));
@@ -45,8 +45,8 @@ describe("bash edits land in real opencode", () => {
     await until(() => (lastLanded(id) ?? 0) >= (commit?.state.time.start ?? Infinity), "the commit to land");
   }
 
-  beforeAll(async () => {
-    stack = await startPluginStack({
+  pluginStackPerFile(
+    {
       tmpPrefix: "sg-bash-landing-",
       script: router.script,
       adminToken: ADMIN,
@@ -59,12 +59,11 @@ describe("bash edits land in real opencode", () => {
         "check.sh": 'grep -q "value=9" "$1"\n',
         "bump.sh": 'sed -i "s/value=[0-9]*/value=$1/" "$2"\n',
       },
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+    },
+    (s) => {
+      stack = s;
+    },
+  );
 
   test("a session that edits only through sed -i, rerunning a failing check between edits, and commits is never flagged", async () => {
     const s = await stack.oc.createSession({ title: "sed editor" });

@@ -9,10 +9,10 @@
 // healthy test-edit-test, build-fix and a bash-only sed editor that commits
 // are not. One stack and one `opencode serve` for the file.
 import { type ChildProcess, spawn } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { ModelReply } from "../helpers/model-server.ts";
 import { scriptRouter, steps } from "../helpers/model-server.ts";
-import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
+import { type PluginStack, pluginStackPerFile } from "../helpers/plugin-stack.ts";
 import { routerDb, until } from "../helpers/router-db.ts";
 
 const ADMIN = "busy-tree-admin";
@@ -67,6 +67,12 @@ describe("landing in a busy work tree (another process writes into the checkout 
       .map((p) => p.state?.time?.start ?? 0);
     return Math.max(...starts);
   }
+  /** A looping session: flagged stalling, and nothing of it ever landed. */
+  async function flaggedWithoutLanding(id: string, what: string): Promise<void> {
+    await until(() => verdicts(id).length > 0, what);
+    expect(verdicts(id)[0]).toBe("stalling");
+    expect(lastLanded(id)).toBeNull();
+  }
   /** A healthy session: its last call landed (so every call before it was judged) and nothing was flagged. */
   async function healthy(id: string): Promise<void> {
     const at = await lastCallAt(id);
@@ -74,8 +80,8 @@ describe("landing in a busy work tree (another process writes into the checkout 
     expect(verdicts(id)).toEqual([]);
   }
 
-  beforeAll(async () => {
-    stack = await startPluginStack({
+  pluginStackPerFile(
+    {
       tmpPrefix: "sg-busy-tree-",
       script: router.script,
       adminToken: ADMIN,
@@ -89,30 +95,29 @@ describe("landing in a busy work tree (another process writes into the checkout 
         "src/app.js": "export const value = 1;\n",
         "src/lib.js": `${LIB_TODOS.map((n) => `// TODO ${n}\n`).join("")}export const lib = 1;\n`,
       },
-    });
-    // The dev server: a line appended to app.log and status.json rewritten every 0.3 s, untracked.
-    appender = spawn(
-      "sh",
-      [
-        "-c",
-        'while :; do echo "$(date +%s%N) GET /" >> app.log; echo "{\\"t\\":$(date +%s%N)}" > status.json; sleep 0.3; done',
-      ],
-      { cwd: stack.oc.projectDir, stdio: "ignore" },
-    );
-  }, 120_000);
-
-  afterAll(async () => {
-    if (appender?.pid) process.kill(appender.pid, "SIGTERM");
-    await stack?.close();
-  });
+    },
+    (s) => {
+      stack = s;
+      // The dev server: a line appended to app.log and status.json rewritten every 0.3 s, untracked.
+      appender = spawn(
+        "sh",
+        [
+          "-c",
+          'while :; do echo "$(date +%s%N) GET /" >> app.log; echo "{\\"t\\":$(date +%s%N)}" > status.json; sleep 0.3; done',
+        ],
+        { cwd: stack.oc.projectDir, stdio: "ignore" },
+      );
+    },
+    () => {
+      if (appender?.pid) process.kill(appender.pid, "SIGTERM");
+    },
+  );
 
   test("a root session re-running a failing test with no edit is flagged", async () => {
     const s = await stack.oc.createSession({ title: "root test loop" });
     router.on(s.id, steps(...repeat(12, bash("make test")), text("giving up")));
     await stack.oc.prompt(s.id, "make the test pass", { timeoutMs: 180_000 });
-    await until(() => verdicts(s.id).length > 0, "a transition");
-    expect(verdicts(s.id)[0]).toBe("stalling");
-    expect(lastLanded(s.id)).toBeNull();
+    await flaggedWithoutLanding(s.id, "a transition");
   });
 
   test("a worker (task tool) re-running a failing test with no edit is flagged", async () => {
@@ -125,9 +130,7 @@ describe("landing in a busy work tree (another process writes into the checkout 
     await stack.oc.prompt(parent.id, "delegate the fix", { timeoutMs: 180_000 });
     const child = stack.model.requests.find((r) => r.parentSessionId === parent.id)?.sessionId as string;
     expect(child).toMatch(/^ses_/);
-    await until(() => verdicts(child).length > 0, "the worker's transition");
-    expect(verdicts(child)[0]).toBe("stalling");
-    expect(lastLanded(child)).toBeNull();
+    await flaggedWithoutLanding(child, "the worker's transition");
   });
 
   test("a loop re-running `npm test > out.txt` (new timings each run) and reading it is flagged", async () => {
@@ -135,9 +138,7 @@ describe("landing in a busy work tree (another process writes into the checkout 
     const round = [bash("npm test > out.txt 2>&1"), bash("cat out.txt")];
     router.on(s.id, steps(...repeat(7, round).flat(), text("giving up")));
     await stack.oc.prompt(s.id, "make the test pass", { timeoutMs: 180_000 });
-    await until(() => verdicts(s.id).length > 0, "a transition");
-    expect(verdicts(s.id)[0]).toBe("stalling");
-    expect(lastLanded(s.id)).toBeNull();
+    await flaggedWithoutLanding(s.id, "a transition");
   });
 
   test("healthy test-edit-test (edit tool, the test between edits) is not flagged", async () => {

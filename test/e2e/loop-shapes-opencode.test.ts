@@ -6,10 +6,10 @@
 // into its second pass. The router keeps each flag with its reason and the
 // evidence the admin page shows; a single pass of the same views is not flagged.
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import { type ModelReply, scriptRouter, steps } from "../helpers/model-server.ts";
-import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
+import { type PluginStack, pluginStackPerFile } from "../helpers/plugin-stack.ts";
 
 const ADMIN = "loop-shapes-e2e-admin-token";
 const TOKEN = "loop-shapes-e2e-plugin-token";
@@ -43,8 +43,8 @@ describe("loops flagged soon in real opencode (plugin, gate, router)", () => {
     return (await detail(id)).transitions[0];
   }
 
-  beforeAll(async () => {
-    stack = await startPluginStack({
+  pluginStackPerFile(
+    {
       tmpPrefix: "sg-loop-shapes-",
       script: router.script,
       adminToken: ADMIN,
@@ -56,12 +56,11 @@ describe("loops flagged soon in real opencode (plugin, gate, router)", () => {
           "\n",
         ),
       },
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+    },
+    (s) => {
+      stack = s;
+    },
+  );
 
   test("two searches alternating with the same answers: flagged in a row on the seventh call", async () => {
     const { oc } = stack;

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { RunningServer } from "../../router-ext/server/start.ts";
 import {
   type ModelReply,
@@ -9,7 +9,7 @@ import {
   scriptRouter,
 } from "../helpers/model-server.ts";
 import type { OpencodeServer } from "../helpers/opencode.ts";
-import { type PluginStack, startPluginStack } from "../helpers/plugin-stack.ts";
+import { type PluginStack, pluginStackPerFile } from "../helpers/plugin-stack.ts";
 
 const ADMIN = "modes-opencode-admin";
 const TOKEN = "modes-opencode-plugin";
@@ -74,19 +74,13 @@ describe("modes in real opencode", () => {
     return `${rows.length} gate requests after detection (${rows.map((r) => `${r.agent}/${r.status}`).join(", ")}), detection -> continued turn done ${ms} ms`;
   };
 
-  beforeAll(async () => {
-    stack = await startPluginStack({
-      tmpPrefix: "sg-modes-oc-",
-      script: router.script,
-      adminToken: ADMIN,
-      pluginToken: TOKEN,
-    });
-    ({ model, srv, oc } = stack);
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+  pluginStackPerFile(
+    { tmpPrefix: "sg-modes-oc-", script: router.script, adminToken: ADMIN, pluginToken: TOKEN },
+    (s) => {
+      stack = s;
+      ({ model, srv, oc } = stack);
+    },
+  );
 
   test("auto_compact: a looping session is compacted with the report and continues, no refusal", async () => {
     await setKnob("progress.mode", "auto_compact");

@@ -7,30 +7,27 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
 import { REPO, runOpencode } from "../helpers/opencode.ts";
+import { tempDirForTests } from "../helpers/temp-dir.ts";
 import { QUIET_LOCAL_YAML } from "../helpers/test-router.ts";
 
 const CLI = join(REPO, "dist", "stallguard.mjs");
 
 describe("stallguard serve --db refuses what is not its own database", () => {
-  let tmp: string;
+  const tmp = tempDirForTests("sg-serve-db-");
   let model: ModelServer;
   let opencodeDb: string;
   let cleanupRun: () => void = () => {};
 
   beforeAll(async () => {
-    tmp = mkdtempSync(join(tmpdir(), "sg-serve-db-"));
     writeFileSync(join(tmp, "local.yaml"), QUIET_LOCAL_YAML);
     model = await startModelServer({ script: () => ({ kind: "text", text: "hello" }) });
     const run = await runOpencode({ modelUrl: model.url, message: "say hi", timeoutMs: 90_000 });
@@ -42,7 +39,6 @@ describe("stallguard serve --db refuses what is not its own database", () => {
   afterAll(async () => {
     cleanupRun();
     await model?.close();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
   /** serve as a user runs it; a serve that does start is stopped after 10 s (and fails the test). */

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll } from "vitest";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import { type ModelServer, type Script, startModelServer, type Usage } from "./model-server.ts";
 import { type OpencodeServer, startOpencode } from "./opencode.ts";
@@ -25,7 +26,7 @@ export interface PluginStack {
   close(): Promise<void>;
 }
 
-export async function startPluginStack(opts: {
+export interface PluginStackOptions {
   tmpPrefix: string;
   /** The router's config.local.yaml (default QUIET_LOCAL_YAML). */
   localYaml?: string;
@@ -37,7 +38,9 @@ export async function startPluginStack(opts: {
   /** The project's files (default: a README) and whether it is a git work tree with a first commit. */
   projectFiles?: Record<string, string>;
   git?: boolean;
-}): Promise<PluginStack> {
+}
+
+export async function startPluginStack(opts: PluginStackOptions): Promise<PluginStack> {
   const dir = mkdtempSync(join(tmpdir(), opts.tmpPrefix));
   const configPath = join(dir, "local.yaml");
   writeFileSync(configPath, opts.localYaml ?? QUIET_LOCAL_YAML);
@@ -87,4 +90,24 @@ export async function startPluginStack(opts: {
     },
   };
   return stack;
+}
+
+/**
+ * One stack for a whole test file: started before its tests (then handed to
+ * `ready`, which may finish the file's own set-up) and closed after them.
+ */
+export function pluginStackPerFile(
+  opts: PluginStackOptions,
+  ready: (stack: PluginStack) => void | Promise<void>,
+  cleanup?: () => void,
+): void {
+  let stack: PluginStack | undefined;
+  beforeAll(async () => {
+    stack = await startPluginStack(opts);
+    await ready(stack);
+  }, 120_000);
+  afterAll(async () => {
+    cleanup?.();
+    await stack?.close();
+  });
 }
