@@ -2,7 +2,7 @@
 // sessions, the heartbeats' spend samples for the session page, and the
 // evidence a transition carries. Versions 151, 153, 155, ... (issue 13 uses
 // 101, 103, ...). Ids, verdicts, counts and coarse targets only.
-import { addColumns, type Migration } from "./migration.ts";
+import type { Migration } from "./migration.ts";
 
 export const OPERATOR_MIGRATIONS: readonly Migration[] = [
   {
@@ -53,12 +53,12 @@ CREATE INDEX session_samples_at ON session_samples(at);
     // What the readout shows of a session beyond its verdict: the heartbeat's
     // current calls and landed changes (NULL until a plugin sends them), and
     // the title, folder and creation time opencode shows the user.
-    sql: addColumns("sessions", {
-      calls: "INTEGER",
-      landed: "INTEGER",
-      title: "TEXT",
-      directory: "TEXT",
-      created_at: "INTEGER",
-    }),
+    sql: `
+ALTER TABLE sessions ADD COLUMN calls INTEGER;
+ALTER TABLE sessions ADD COLUMN landed INTEGER;
+ALTER TABLE sessions ADD COLUMN title TEXT;
+ALTER TABLE sessions ADD COLUMN directory TEXT;
+ALTER TABLE sessions ADD COLUMN created_at INTEGER;
+`,
   },
 ];
