@@ -8,8 +8,8 @@
 //
 //   node --expose-gc --import tsx bench/plugin-hook-cost.ts [--calls N] [--sessions N]
 import { createHash } from "node:crypto";
+import { Stallguard } from "../plugin/runtime.ts";
 import { loadSettings } from "../plugin/settings.ts";
-import { Stallguard } from "../plugin/state.ts";
 import { arg } from "./core-stats.ts";
 
 const CALLS = arg("calls", 20_000);

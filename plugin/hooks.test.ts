@@ -5,8 +5,8 @@
 // show the guard logs it with the hook's code.
 import { describe, expect, it } from "vitest";
 import { createHooks } from "./hooks.ts";
+import { Stallguard } from "./runtime.ts";
 import { loadSettings } from "./settings.ts";
-import { Stallguard } from "./state.ts";
 
 /** Replaces sg.log with a recorder; returns the lines ("level code message"). */
 function recordLogs(sg: Stallguard): string[] {

@@ -12,7 +12,7 @@ import {
   modelFromInput,
   type OpsClient,
 } from "./directives.ts";
-import type { Stallguard } from "./state.ts";
+import type { Stallguard } from "./runtime.ts";
 
 type Guard = <T>(code: string, fn: () => T) => T | undefined;
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { manualTimer } from "./_test-timer.ts";
 import { ObservationQueue } from "./observation-queue.ts";
+import { type ProbeLike, Stallguard } from "./runtime.ts";
 import { loadSettings } from "./settings.ts";
-import { type ProbeLike, Stallguard } from "./state.ts";
 import type { TreeAnswer } from "./worktree-probe.ts";
 
 function deferred<T>() {

@@ -2,8 +2,8 @@
 // stateful Stallguard object, and the hooks that feed it.
 import type { Plugin } from "@opencode-ai/plugin";
 import { createHooks } from "./hooks.ts";
+import { type ClientLike, Stallguard } from "./runtime.ts";
 import { loadSettings, type Settings } from "./settings.ts";
-import { type ClientLike, Stallguard } from "./state.ts";
 import { WorktreeProbe } from "./worktree-probe.ts";
 
 /** Extra time an observation waits for its probe beyond the probe's own bound (spawning git, the queue). */

@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { manualTimer } from "./_test-timer.ts";
+import { Stallguard } from "./runtime.ts";
 import { loadSettings } from "./settings.ts";
-import { Stallguard } from "./state.ts";
 import { commandPlace, type GitRunner, gitFingerprint, gitRoot, spawnGit } from "./tree-fingerprint.ts";
 import { type TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 

@@ -8,8 +8,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { Stallguard } from "../../plugin/runtime.ts";
 import { loadSettings } from "../../plugin/settings.ts";
-import { Stallguard } from "../../plugin/state.ts";
 import { WorktreeProbe } from "../../plugin/worktree-probe.ts";
 import { type Policy, type ReplaySession, replay, type StoredMessage } from "../../shared/index.ts";
 

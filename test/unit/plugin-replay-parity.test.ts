@@ -12,8 +12,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startReceiver } from "../../plugin/_test-receiver.ts";
+import { type ProbeLike, Stallguard } from "../../plugin/runtime.ts";
 import { loadSettings } from "../../plugin/settings.ts";
-import { type ProbeLike, Stallguard } from "../../plugin/state.ts";
 import { loadExports, type SourceSession } from "../../router-ext/calibrate/sources.ts";
 import {
   fromToolPart,

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Transition } from "../shared/index.ts";
 import { type Receiver, startReceiver } from "./_test-receiver.ts";
+import { type ClientLike, Stallguard } from "./runtime.ts";
 import { loadSettings } from "./settings.ts";
-import { type ClientLike, Stallguard } from "./state.ts";
 import type { Toast } from "./toast.ts";
 
 let rx: Receiver;

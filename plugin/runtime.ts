@@ -18,6 +18,7 @@ import {
   toTransition,
   type VerdictChange,
 } from "../shared/index.ts";
+import { CallDedupe, callFromPart, toolPartHead } from "./call-intake.ts";
 import { DeliveryWatch } from "./delivery-notice.ts";
 import { heartbeatSessions } from "./heartbeat.ts";
 import { IdentityCache, identityHeaders, reportHeaders, sessionInfoOf } from "./identity.ts";
@@ -25,7 +26,6 @@ import { ObservationQueue, type Timer } from "./observation-queue.ts";
 import { type ClientLike, OpencodeUi } from "./opencode-ui.ts";
 import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
-import { CallDedupe, callFromPart, toolPartHead } from "./sensor.ts";
 import { SessionInfos } from "./session-info.ts";
 import type { Settings } from "./settings.ts";
 import { type Toast, toastFor } from "./toast.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { configSchema, policyFromConfig } from "../shared/index.ts";
-import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./sensor.ts";
+import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./call-intake.ts";
 
 const policy = policyFromConfig(configSchema.parse({}));
 const ctx = { parentId: null, agent: "build", time: 5, directory: "/w", testPatterns: policy.testPatterns };
