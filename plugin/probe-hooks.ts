@@ -2,7 +2,7 @@
 // bash call that may write, the edit tools that change files themselves) and
 // the answer a bash call's observation waits for. Without a probe every
 // method is a no-op and bash writes are judged from the command alone.
-import { changesFiles, obj, text } from "../shared/index.ts";
+import { changesFiles, obj, text, toolKind } from "../shared/index.ts";
 import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 
 /** What the plugin asks of the work-tree probe (worktree-probe.ts). */
@@ -14,8 +14,7 @@ export function bashCommandOf(
   args: unknown,
 ): { sessionId: string; callId: string; command: string } | null {
   const i = obj(input);
-  const tool = text(i.tool)?.toLowerCase();
-  if (tool !== "bash" && tool !== "shell") return null;
+  if (toolKind(text(i.tool) ?? "") !== "bash") return null;
   const sessionId = text(i.sessionID);
   const callId = text(i.callID);
   const command = text(obj(args).command);

@@ -97,7 +97,8 @@ interface Shape {
 function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape {
   const t = tool.toLowerCase();
   const dir = ctx.directory;
-  if (t === "bash" || t === "shell") {
+  const kind = toolKind(t);
+  if (kind === "bash") {
     const command = str(args.command) ?? "";
     // Reworded commands over the same files and slice collapse to one key
     // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`), while the
@@ -113,7 +114,6 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
       key: `invalid|${meant}|${sha256(str(args.error) ?? "")}`,
     };
   }
-  const kind = toolKind(t);
   if (kind === "read") {
     const p = coarsePath(filePathOf(args) ?? "?", dir);
     // Sliced reading (offset/limit) is normal work: each slice is its own key.
@@ -204,7 +204,7 @@ function effectOf(
       write: { path, content, prior: ctx.writePrior, existed },
     };
   }
-  if (t === "bash" || t === "shell") {
+  if (kind === "bash") {
     const command = str(args.command) ?? "";
     if (exit === 0 && isCommitCommand(command))
       return { effect: "commit" as Effect, change: null, write: null };
@@ -226,7 +226,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   const args = obj(raw.args);
   const meta = obj(raw.metadata);
   const lower = raw.tool.toLowerCase();
-  const isBash = lower === "bash" || lower === "shell";
+  const isBash = toolKind(lower) === "bash";
   const exit = exitOf(raw.tool, meta);
   const timedOut = isBash && "exit" in meta && meta.exit === null;
   const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut || lower === "invalid";
@@ -254,8 +254,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
 
 /** bash's real exit code is metadata.exit (never output.exitCode / exit_code); null on timeout or abort. */
 function exitOf(tool: string, meta: Rec): number | null {
-  const lower = tool.toLowerCase();
-  return lower === "bash" || lower === "shell" ? (num(meta.exit) ?? null) : null;
+  return toolKind(tool) === "bash" ? (num(meta.exit) ?? null) : null;
 }
 
 /** The answer's hash (see outcome.ts); null when the source kept no answer. */
