@@ -3,9 +3,9 @@
 // runs in the foreground on watchdog.interval until interrupted.
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
+import { routerUrlFor } from "../../io/router-link.ts";
 import type { Config } from "../../shared/index.ts";
 import { repeated } from "../calibrate/args.ts";
-import { routerUrlFor } from "../server/router-link.ts";
 import {
   defaultStatePath,
   runWatchdogTick,

@@ -6,6 +6,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { loadConfigLayers } from "../../io/config-files.ts";
+import { announceRouter } from "../../io/router-link.ts";
 import type { Config } from "../../shared/index.ts";
 import { VERSION } from "../cli/version.ts";
 import { defaultDbPath, openDatabase } from "../db/open.ts";
@@ -17,7 +18,6 @@ import { loadCredentials } from "./credentials.ts";
 import { hotReload } from "./hot-reload.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
 import { startAliveMarks } from "./router-alive.ts";
-import { announceRouter } from "./router-link.ts";
 import { checkBindHost } from "./security.ts";
 import { buildApp, buildServices, type Parts, type Services } from "./services.ts";
 

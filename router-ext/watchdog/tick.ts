@@ -5,6 +5,7 @@
 // aborts or compacts anything.
 
 import { postProgress } from "../../io/progress-client.ts";
+import { readSecretFile, secretFilePaths } from "../../io/secret-files.ts";
 import {
   type Config,
   type ProgressMessage,
@@ -15,7 +16,6 @@ import {
   watchdogModel,
 } from "../../shared/index.ts";
 import { opencodeDbPath } from "../opencode-db/path.ts";
-import { readSecretFile, secretFilePaths } from "../server/secret-files.ts";
 import type { DbState } from "./db-source.ts";
 import { notifyCritical } from "./desktop.ts";
 import { buildDigest } from "./digest.ts";
