@@ -2,7 +2,7 @@
 // hand the plugin what opencode hands it, through the real hooks (the event
 // mapping, the guard, the runtime), loosely typed so a test can pass junk.
 // One set of hooks per runtime, made on first use, as opencode makes one.
-import { createHooks } from "./hooks.ts";
+import { createHooks } from "./hooks/create-hooks.ts";
 import type { Stallguard } from "./runtime.ts";
 
 type Loose = (input: unknown, output: unknown) => Promise<void>;
