@@ -24,7 +24,7 @@ import {
   type UsageObservation,
   userTextHash,
 } from "../shared/index.ts";
-import { type ModelRef, modelFromInput } from "./directives.ts";
+import type { ModelRef } from "./directives.ts";
 
 /** What an LLM request is, from chat.headers' agent: the title call is not an agent step. */
 export function requestKind(agent: unknown): "turn" | "compaction" | "title" {
@@ -58,6 +58,18 @@ export function llmRequestOf(input: unknown): LlmRequest | null {
     model: text(obj(i.model).id)?.slice(0, 120),
     modelRef: internal ? null : modelFromInput(input),
   };
+}
+
+/** The model a chat.headers / chat.params input names: message.model first, then model + provider. */
+export function modelFromInput(input: unknown): ModelRef | null {
+  const i = obj(input);
+  const m = obj(obj(i.message).model);
+  const fromMsg = { providerID: text(m.providerID), modelID: text(m.modelID) };
+  if (fromMsg.providerID && fromMsg.modelID) return fromMsg as ModelRef;
+  const model = obj(i.model);
+  const providerID = text(model.providerID) ?? text(obj(obj(i.provider).info).id) ?? text(i.provider);
+  const modelID = text(model.id) ?? text(i.model);
+  return providerID && modelID ? { providerID, modelID } : null;
 }
 
 /** chat.headers' output headers, the object the plugin adds its headers to; null when there is none. */
