@@ -10,7 +10,7 @@ import { bump, maxEntry } from "./counts.ts";
 import { CycleTracker } from "./cycle.ts";
 import { FailStreaks } from "./fail-streaks.ts";
 import { judge } from "./judge.ts";
-import { LandingJudge } from "./landing.ts";
+import { LandingMemory } from "./landing.ts";
 import type { Policy } from "./policy.ts";
 import { toolEvent } from "./tool-event.ts";
 import { TopK } from "./top-k.ts";
@@ -93,7 +93,7 @@ export class SessionTracker {
   private readonly labels = new Map<string, Label>();
   private readonly streaks = new FailStreaks();
   private readonly cycle = new CycleTracker();
-  private readonly landing = new LandingJudge();
+  private readonly landing = new LandingMemory();
   private readonly seenTargets = new BoundedMap<string, true>(4096);
   private readonly usageSeen = new BoundedMap<string, true>(256);
   private readonly userTexts = new BoundedMap<string, true>(64);

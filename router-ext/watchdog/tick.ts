@@ -1,6 +1,6 @@
 // One watchdog tick, the shell: take the lock, load the state, read what
 // opencode runs (discover.ts: its database, then its servers), judge it
-// (judge.ts, pure), ask the local model about flagged changes, report to the
+// (replay-trees.ts, pure), ask the local model about flagged changes, report to the
 // router, raise the router-down alert, save the state. It reports; it never
 // aborts or compacts anything.
 
@@ -20,16 +20,16 @@ import type { DbState } from "./db-source.ts";
 import { notifyCritical } from "./desktop.ts";
 import { buildDigest } from "./digest.ts";
 import { discover } from "./discover.ts";
+import { acquireLock } from "./lock.ts";
+import { askSecondOpinion, type SecondOpinion } from "./ollama.ts";
 import {
   activeSince,
   type BlindReason,
-  type Judged,
-  judgeTick,
+  type ReplayedSession,
   type RouterOutcome,
+  replayTick,
   settleTick,
-} from "./judge.ts";
-import { acquireLock } from "./lock.ts";
-import { askSecondOpinion, type SecondOpinion } from "./ollama.ts";
+} from "./replay-trees.ts";
 import { authFor, opencodeAuthHeader, rcServersPath, readRcServers } from "./servers.ts";
 import { loadState, saveState } from "./state.ts";
 
@@ -145,7 +145,7 @@ function tokenFrom(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | 
 
 /** The local model's opinion on each flagged change; a down or slow model leaves it null. */
 async function secondOpinions(
-  changed: Array<{ judged: Judged; transition: Transition }>,
+  changed: Array<{ replayed: ReplayedSession; transition: Transition }>,
   opts: WatchdogTickOptions,
   fetchImpl: typeof fetch,
   log: (line: string) => void,
@@ -154,10 +154,10 @@ async function secondOpinions(
   if (!config.local_compute.enabled || !config.watchdog.local_llm_enabled) return 0;
   const model = watchdogModel(config);
   let calls = 0;
-  for (const { judged, transition } of changed) {
-    if (judged.verdict === "ok") continue;
+  for (const { replayed, transition } of changed) {
+    if (replayed.verdict === "ok") continue;
     calls++;
-    const c = judged.change;
+    const c = replayed.change;
     const op: SecondOpinion | null = await askSecondOpinion({
       baseUrl: config.verification.base_url,
       model,
@@ -166,7 +166,7 @@ async function secondOpinions(
         verdict: c.verdict,
         reason: c.reason,
         signals: c.signals,
-        calls: judged.calls,
+        calls: replayed.calls,
       }),
       timeoutMs: config.watchdog.timeout,
       fetchImpl,
@@ -240,13 +240,13 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
   try {
     const prev = loadState(opts.statePath, log);
     const seen = await see(opts, activeSince(prev, opts.config, at), env, log);
-    const j = judgeTick(prev, seen, opts.config, at, { blindAfter: opts.blindAfter });
+    const j = replayTick(prev, seen, opts.config, at, { blindAfter: opts.blindAfter });
     for (const line of j.logs) log(line);
     result.modelCalls = await secondOpinions(j.changed, opts, fetchImpl, log);
-    const sent = j.changed.filter(({ judged, transition }) => {
+    const sent = j.changed.filter(({ replayed, transition }) => {
       const check = parseProgressBody(transition);
       if (!check.ok)
-        log(`watchdog: dropped an invalid transition for ${judged.session.id}: ${check.errors[0]}`);
+        log(`watchdog: dropped an invalid transition for ${replayed.session.id}: ${check.errors[0]}`);
       return check.ok;
     });
     Object.assign(result, {
