@@ -340,6 +340,20 @@ export function toHeartbeatFigures(
   };
 }
 
+/** A wire transition read back into the core's names (all but the signals, which travel as WireSignals). */
+export function fromTransition(t: Transition): Omit<VerdictChange, "signals"> {
+  return {
+    sessionId: t.session_id,
+    parentId: t.parent_id,
+    rootId: t.root_id,
+    agent: t.agent,
+    previous: t.previous,
+    verdict: t.verdict,
+    reason: t.reason,
+    at: t.at,
+  };
+}
+
 /** Builds the wire transition for a verdict change. */
 export function toTransition(
   c: VerdictChange,
