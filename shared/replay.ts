@@ -37,6 +37,7 @@ export interface ReplayResult {
   first_flag_call: number | null;
   first_loop_call: number | null;
   reason: FlagReason | null;
+  /** The session's most called "tool target" over the replay (calibrate's JSON key; not the wire's top_target). */
   top_target: string | null;
   top_target_count: number;
   dup_share: number;
