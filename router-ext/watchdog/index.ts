@@ -15,7 +15,7 @@ export {
   type WatchdogLoopOptions,
 } from "./loop.ts";
 export { askSecondOpinion, parseOpinion, type SecondOpinion } from "./ollama.ts";
-export { type RouterOutcome, replayTick, replayTree, settleTick } from "./replay-trees.ts";
+export { type RouterStatus, replayTick, replayTree, settleTick } from "./replay-trees.ts";
 export { collectServers, rcServersPath, readRcServers, serversFromRegistry } from "./servers.ts";
 export { defaultStatePath, loadState, saveState, type WatchdogState } from "./state.ts";
 export { runWatchdogTick, type WatchdogTickOptions, type WatchdogTickResult } from "./tick.ts";

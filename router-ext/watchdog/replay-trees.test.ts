@@ -55,7 +55,7 @@ describe("replayTick", () => {
       const j = replayTick(state, seen({ servers: 0, listed: 0 }), config, T0 + i, { blindAfter: 3 });
       expect(j).toMatchObject({ blind: false, blindReason: null, read: 0, changed: [] });
       logs.push(...j.logs);
-      state = settleTick(j, [], { outcome: "ok", detail: "", url: "u" }, seen()).state;
+      state = settleTick(j, [], { status: "ok", detail: "", url: "u" }, seen()).state;
     }
     expect(logs).toEqual(["watchdog: warning: no opencode server answered for 3 ticks (1 known)"]);
     expect(state.last_tick_at).toBeNull();
@@ -69,14 +69,14 @@ describe("replayTick", () => {
     expect(j.changed.map((c) => [c.transition.session_id, c.transition.verdict])).toEqual([
       ["ses_l", "looping"],
     ]);
-    const down = settleTick(j, j.changed, { outcome: "down", detail: "x", url: "http://r" }, seen());
+    const down = settleTick(j, j.changed, { status: "down", detail: "x", url: "http://r" }, seen());
     expect(down.alert?.body).toContain("1 session(s) flagged");
     expect(down.state.sessions.ses_l).toBeUndefined();
     expect(down.state.last_tick_at).toBeNull();
     // The undelivered change is found again next tick.
     const again = replayTick(down.state, seen({ trees: [readLoop("ses_l", 30)] }), config, T0 + 20_000);
     expect(again.changed).toHaveLength(1);
-    const ok = settleTick(again, again.changed, { outcome: "ok", detail: "", url: "http://r" }, seen());
+    const ok = settleTick(again, again.changed, { status: "ok", detail: "", url: "http://r" }, seen());
     expect(ok.state.sessions.ses_l?.verdict).toBe("looping");
     expect(ok.state.last_tick_at).toBe(T0 + 20_000);
     expect(

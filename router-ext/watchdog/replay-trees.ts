@@ -23,7 +23,8 @@ import type { WatchdogState } from "./state.ts";
 const SINCE_SLACK_MS = 30_000;
 const MAX_LOOKBACK_MS = 7 * 24 * 3600_000;
 
-export type RouterOutcome = "ok" | "down" | "rejected" | "refused" | "not_sent";
+/** How the router took the tick's report (shared/progress-status.ts classes it; down: no answer or retry). */
+export type RouterStatus = "ok" | "down" | "rejected" | "refused" | "not_sent";
 /** Why no source could be read: the database (unreadable) or a server's answers (unexpected_shape, api_error). */
 export type BlindReason = "db_unreadable" | "unexpected_shape" | "api_error";
 
@@ -229,7 +230,7 @@ export interface TickSettlement {
 export function settleTick(
   j: TickReplay,
   sent: ReadonlyArray<{ replayed: ReplayedSession }>,
-  router: { outcome: RouterOutcome; detail: string; url: string; covered?: readonly string[] },
+  router: { status: RouterStatus; detail: string; url: string; covered?: readonly string[] },
   seen: Pick<Seen, "truncated">,
 ): TickSettlement {
   const now = j.at;
@@ -237,14 +238,14 @@ export function settleTick(
   const logs: string[] = [];
   // Nothing read: last_tick_at stays, so changes not yet delivered are listed again once opencode is back.
   if (j.read === 0 && !j.blind) return { state, logs, alert: null };
-  const { outcome, detail } = router;
-  const delivered = outcome === "ok" || outcome === "rejected";
-  if (outcome === "rejected") logs.push(`watchdog: the router rejected the report: ${detail}`);
-  if (outcome === "refused")
+  const { status, detail } = router;
+  const delivered = status === "ok" || status === "rejected";
+  if (status === "rejected") logs.push(`watchdog: the router rejected the report: ${detail}`);
+  if (status === "refused")
     logs.push(`watchdog: the router refused the report (${detail}); check STALLGUARD_TOKEN`);
-  if (outcome === "ok") state.router_down_alerted = false;
+  if (status === "ok") state.router_down_alerted = false;
   let alert: TickSettlement["alert"] = null;
-  if (outcome === "down") {
+  if (status === "down") {
     logs.push(`watchdog: the router at ${router.url} is down (${detail})`);
     if (!state.router_down_alerted) {
       const top =

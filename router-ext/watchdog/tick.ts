@@ -26,14 +26,14 @@ import {
   activeSince,
   type BlindReason,
   type ReplayedSession,
-  type RouterOutcome,
+  type RouterStatus,
   replayTick,
   settleTick,
 } from "./replay-trees.ts";
 import { authFor, opencodeAuthHeader, rcServersPath, readRcServers } from "./servers.ts";
 import { loadState, saveState } from "./state.ts";
 
-export type { RouterOutcome };
+export type { RouterStatus };
 
 export interface WatchdogTickOptions {
   config: Config;
@@ -89,7 +89,7 @@ export interface WatchdogTickResult {
   blindReason: BlindReason | null;
   /** Verdict changes found this tick (sent, or attempted when the router was down). */
   transitions: Transition[];
-  router: RouterOutcome;
+  router: RouterStatus;
   /** The router-down desktop alert was sent on this tick. */
   alerted: boolean;
   /** Second-opinion requests made to the local model. */
@@ -114,12 +114,12 @@ function coveredIn(text: string): string[] {
   }
 }
 
-/** Posts in batches; the first batch that fails decides the outcome. */
+/** Posts in batches; the first batch that fails decides the status. */
 async function report(
   url: string,
   messages: ProgressMessage[],
   opts: { token: string | null; timeoutMs: number; fetchImpl: typeof fetch },
-): Promise<{ outcome: RouterOutcome; detail: string; covered: string[] }> {
+): Promise<{ status: RouterStatus; detail: string; covered: string[] }> {
   const covered: string[] = [];
   for (let i = 0; i < messages.length; i += BATCH) {
     const r = await postProgress(url, messages.slice(i, i + BATCH), {
@@ -127,12 +127,12 @@ async function report(
       timeoutMs: opts.timeoutMs,
       fetch: opts.fetchImpl,
     });
-    if (r.status === "retry") return { outcome: "down", detail: r.detail, covered };
+    if (r.status === "retry") return { status: "down", detail: r.detail, covered };
     if (r.status !== "sent")
-      return { outcome: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}`, covered };
+      return { status: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}`, covered };
     covered.push(...coveredIn(r.text));
   }
-  return { outcome: "ok", detail: "", covered };
+  return { status: "ok", detail: "", covered };
 }
 
 function tokenFrom(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | null {
@@ -273,7 +273,7 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
       timeoutMs: wd.timeout,
       fetchImpl,
     });
-    result.router = router.outcome;
+    result.router = router.status;
     const settled = settleTick(j, sent, { ...router, url: opts.routerUrl }, seen);
     for (const line of settled.logs) log(line);
     if (settled.alert) {
