@@ -11,7 +11,7 @@ import { openDatabase } from "../db/open.ts";
 import { Store } from "../db/store.ts";
 import { createApp } from "../server/app.ts";
 import { LiveConfig } from "../server/live-config.ts";
-import { parseTreeState } from "./policy.ts";
+import { parseTreeState } from "./actions.ts";
 
 const signals: WireSignals = {
   calls: 30,

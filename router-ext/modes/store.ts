@@ -10,8 +10,8 @@
 // Ids, counts and the deterministic incident report only; never content.
 import type { Directive, DirectiveResult } from "../../shared/index.ts";
 import type { Tables } from "../db/open-tables.ts";
+import { recoveryCompleted } from "./actions.ts";
 import { MODES_ACTOR, type ModeEffects } from "./plan.ts";
-import { recoveryCompleted } from "./policy.ts";
 
 export { MODES_ACTOR };
 
