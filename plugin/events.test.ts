@@ -1,4 +1,4 @@
-// The pure mapping from opencode's shapes to the plugin's actions
+// The pure mapping from opencode's shapes to the plugin's typed values
 // (plugin/events.ts): real shapes in, from a recorded session exported by
 // opencode 1.18.33 (test/fixtures/recorded) and the live payloads in the
 // opencode reference, and junk of every kind, which must give null and
@@ -9,9 +9,9 @@ import { describe, expect, it } from "vitest";
 import { configSchema, obj } from "../shared/index.ts";
 import {
   compactionContextOf,
-  eventAction,
   headersOf,
   llmRequestOf,
+  pluginEventOf,
   requestKind,
   sessionIdOf,
   sessionSeenOf,
@@ -146,7 +146,7 @@ describe("events from a recorded sub-agent session", () => {
 
   it("session.created and session.updated: id, parent, agent and what opencode shows", () => {
     for (const type of ["session.created", "session.updated"])
-      expect(eventAction({ id: "evt_1", type, properties: { sessionID, info: child.info } })).toEqual({
+      expect(pluginEventOf({ id: "evt_1", type, properties: { sessionID, info: child.info } })).toEqual({
         type: "session.seen",
         session: {
           id: sessionID,
@@ -160,28 +160,28 @@ describe("events from a recorded sub-agent session", () => {
   });
 
   it("message.updated: usage for each finished assistant message, nothing for the user's", () => {
-    const actions = child.messages.map((m) =>
-      eventAction({ type: "message.updated", properties: { sessionID, info: m.info } }),
+    const seen = child.messages.map((m) =>
+      pluginEventOf({ type: "message.updated", properties: { sessionID, info: m.info } }),
     );
-    expect(actions[0]).toBeNull();
-    const usage = actions.slice(1);
+    expect(seen[0]).toBeNull();
+    const usage = seen.slice(1);
     expect(usage.every((a) => a?.type === "usage" && a.usage.sessionId === sessionID)).toBe(true);
     expect(usage).toHaveLength(child.messages.length - 1);
   });
 
   it("message.part.updated: finished tool parts only, with their ids", () => {
     const parts = child.messages.flatMap((m) => m.parts);
-    const actions = parts.map((part) =>
-      eventAction({ type: "message.part.updated", properties: { sessionID, part } }),
+    const seen = parts.map((part) =>
+      pluginEventOf({ type: "message.part.updated", properties: { sessionID, part } }),
     );
-    const ended = actions.filter((a) => a !== null);
+    const ended = seen.filter((a) => a !== null);
     expect(ended.map((a) => a?.type === "tool.part.ended" && a.head.callId)).toEqual(
       parts.filter((p) => p.type === "tool").map((p) => p.callID),
     );
     // A running part (streamed output) is not an end.
     const tool = parts.find((p) => p.type === "tool") as Record<string, unknown>;
     const running = { ...tool, state: { status: "running", input: {}, time: { start: 1 } } };
-    expect(eventAction({ type: "message.part.updated", properties: { part: running } })).toBeNull();
+    expect(pluginEventOf({ type: "message.part.updated", properties: { part: running } })).toBeNull();
   });
 
   it("a task call names its sub-agent's session (the parent link)", () => {
@@ -263,11 +263,11 @@ describe("hooks from the live shapes in the opencode reference", () => {
 
   it("session.compacted and session.deleted; session.idle and the rest are ignored", () => {
     const info = { id: "ses_x", title: "t" };
-    expect(eventAction({ type: "session.compacted", properties: { sessionID: "ses_x" } })).toEqual({
+    expect(pluginEventOf({ type: "session.compacted", properties: { sessionID: "ses_x" } })).toEqual({
       type: "session.compacted",
       sessionId: "ses_x",
     });
-    expect(eventAction({ type: "session.deleted", properties: { sessionID: "ses_x", info } })).toEqual({
+    expect(pluginEventOf({ type: "session.deleted", properties: { sessionID: "ses_x", info } })).toEqual({
       type: "session.deleted",
       sessionId: "ses_x",
     });
@@ -278,11 +278,13 @@ describe("hooks from the live shapes in the opencode reference", () => {
       "message.part.delta",
       "tui.toast.show",
     ])
-      expect(eventAction({ type, properties: { sessionID: "ses_x", status: { type: "idle" } } })).toBeNull();
+      expect(
+        pluginEventOf({ type, properties: { sessionID: "ses_x", status: { type: "idle" } } }),
+      ).toBeNull();
   });
 });
 
-describe("junk never throws and never becomes an action", () => {
+describe("junk never throws and never becomes a value", () => {
   const junk: unknown[] = [
     undefined,
     null,
@@ -313,12 +315,15 @@ describe("junk never throws and never becomes an action", () => {
   });
 
   it.each(junk)("events with %o as properties, or as the event", (j) => {
-    expect(eventAction(j)).toBeNull();
-    for (const type of eventTypes) expect(eventAction({ type, properties: j })).toBeNull();
+    expect(pluginEventOf(j)).toBeNull();
+    for (const type of eventTypes) expect(pluginEventOf({ type, properties: j })).toBeNull();
     for (const type of types) {
-      expect(eventAction({ type, properties: { info: j, part: j } })).toBeNull();
+      expect(pluginEventOf({ type, properties: { info: j, part: j } })).toBeNull();
       expect(
-        eventAction({ type, properties: { part: { type: "tool", state: { status: "error" }, ...obj(j) } } }),
+        pluginEventOf({
+          type,
+          properties: { part: { type: "tool", state: { status: "error" }, ...obj(j) } },
+        }),
       ).toBeNull();
     }
   });

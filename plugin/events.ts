@@ -1,4 +1,4 @@
-// opencode's hook inputs and events -> the plugin's own typed actions. The one
+// opencode's hook inputs and events -> the plugin's own typed values. The one
 // place the plugin reads opencode's shapes (opencode 1.18.33: the hooks of
 // @opencode-ai/plugin and the payloads of its event bus). Pure and total: junk
 // of any shape gives null, never a throw, so the hooks (plugin/hooks/) stay
@@ -220,15 +220,15 @@ export function sessionSeenOf(properties: unknown): SessionSeen | null {
   };
 }
 
-/** What the event hook acts on; every other event is ignored. */
-export type EventAction =
+/** The events the plugin acts on, typed; every other event is ignored (null). */
+export type PluginEvent =
   | { type: "tool.part.ended"; head: ToolPartHead; part: unknown }
   | { type: "usage"; usage: UsageObservation }
   | { type: "session.seen"; session: SessionSeen }
   | { type: "session.deleted"; sessionId: string }
   | { type: "session.compacted"; sessionId: string };
 
-export function eventAction(event: unknown): EventAction | null {
+export function pluginEventOf(event: unknown): PluginEvent | null {
   const e = obj(event);
   const props = e.properties;
   switch (e.type) {

@@ -1,4 +1,4 @@
-// The plugin's one stateful object: it takes the typed actions the hooks map
+// The plugin's one stateful object: it takes the typed values the hooks map
 // from opencode's shapes (plugin/events.ts), turns them into the core's
 // observations for the verdict flow (verdict-flow.ts: judge, report, toast),
 // and keeps what the plugin knows between hooks: who each session is, the
@@ -10,8 +10,8 @@ import { obj, SessionForest, text, toolHookCall, type VerdictChange } from "../s
 import { CallDedupe, callFromPart } from "./call-intake.ts";
 import { DeliveryWatch } from "./delivery-notice.ts";
 import type {
-  EventAction,
   LlmRequest,
+  PluginEvent,
   ToolFinished,
   ToolPartHead,
   ToolStarting,
@@ -191,7 +191,7 @@ export class Stallguard {
   }
 
   // -------------------------------------------------------------------------
-  // Actions, one per hook (plugin/hooks/), mapped by plugin/events.ts.
+  // What the hooks (plugin/hooks/) hand over, mapped by plugin/events.ts.
 
   /** chat.headers: the headers for one LLM request, and one turn per agent step. */
   async llmRequest(req: LlmRequest): Promise<Record<string, string>> {
@@ -271,24 +271,24 @@ export class Stallguard {
   }
 
   /** The event hook: failed tools, spend, parents and what opencode shows of a session. */
-  event(action: EventAction): void {
-    switch (action.type) {
+  event(e: PluginEvent): void {
+    switch (e.type) {
       case "tool.part.ended":
-        this.toolPartEnded(action.head, action.part);
+        this.toolPartEnded(e.head, e.part);
         return;
       case "usage":
-        this.flow.observe(action.usage);
+        this.flow.observe(e.usage);
         return;
       case "session.seen": {
-        const seen = action.session;
+        const seen = e.session;
         this.infos.note(seen);
         this.identity.setParent(seen.id, seen.parentId);
         if (seen.agent) this.identity.setAgent(seen.id, seen.agent);
         return;
       }
       case "session.deleted":
-        this.identity.forget(action.sessionId);
-        this.infos.forget(action.sessionId);
+        this.identity.forget(e.sessionId);
+        this.infos.forget(e.sessionId);
         return;
       default:
         return;

@@ -1,5 +1,5 @@
 // The hooks opencode calls, one file per hook in this folder, each a thin
-// shell: it maps opencode's input to a typed action (plugin/events.ts, pure)
+// shell: it maps opencode's input to a typed value (plugin/events.ts, pure)
 // and hands it to the runtime, inside the one guard (guard.ts). Here they are
 // put together, with the directive runner that carries out the modes'
 // directives from the router's /progress answers, off the tool path.
