@@ -193,20 +193,20 @@ export class Stallguard {
   // -------------------------------------------------------------------------
   // What the hooks (plugin/hooks/) hand over, mapped by plugin/events.ts.
 
-  /** chat.headers: the headers for one LLM request, and one turn per agent step. */
-  async llmRequest(req: LlmRequest): Promise<Record<string, string>> {
+  /** chat.headers: adds the headers for one LLM request to `headers`; one turn per agent step. */
+  async llmRequest(req: LlmRequest, headers: Record<string, string>): Promise<void> {
     const { sessionId, kind } = req;
     if (kind === "turn") this.identity.setAgent(sessionId, req.agent);
     const agent = kind === "turn" ? this.identity.agentOf(sessionId) : (req.agent ?? "unknown");
     const parentId = await this.identity.resolveParent(sessionId);
     const state = this.delivery.notice.state;
     const link = reportHeaders({ instanceId: this.instanceId, url: this.reporter.target, state });
-    const headers = { ...identityHeaders({ sessionId, agent, parentId, version: this.version }), ...link };
-    if (kind === "title") return headers;
+    Object.assign(headers, identityHeaders({ sessionId, agent, parentId, version: this.version }), link);
+    if (kind === "title") return;
     const time = this.now();
     if (kind === "compaction") {
       this.flow.observe({ kind: "compaction", sessionId, time });
-      return headers;
+      return;
     }
     this.counts.turns++;
     this.flow.observe({
@@ -217,7 +217,6 @@ export class Stallguard {
       time,
       ...(req.model ? { model: req.model } : {}),
     });
-    return headers;
   }
 
   /** chat.message: a user turn; injected continuations are a signal. */

@@ -12,9 +12,10 @@ export function chatHeaders({ sg, guard, models }: HookContext): NonNullable<Hoo
       if (r?.modelRef) models.set(r.sessionId, r.modelRef);
       return r;
     });
-    await guard("chat_headers_failed", async () => {
+    // One promise on this path (it runs before every LLM request): the runtime fills the headers in.
+    await guard("chat_headers_failed", () => {
       const headers = headersOf(output);
-      if (req && headers) Object.assign(headers, await sg.llmRequest(req));
+      return req && headers ? sg.llmRequest(req, headers) : undefined;
     });
   };
 }
