@@ -14,16 +14,16 @@ export type MarkResult =
   | { ok: true; rootId: string; lifted: string[]; mark: MarkView; note: string | null }
   | { ok: false; status: 404; error: string };
 
-export function markSession(
+export async function markSession(
   t: Tables,
   modes: ModesStore,
   m: { sessionId: string; kind: MarkKind; by: string; at: number },
-): MarkResult {
-  const s = t.sessions.get(m.sessionId);
+): Promise<MarkResult> {
+  const s = await t.sessions.get(m.sessionId);
   if (!s) return { ok: false, status: 404, error: `no session ${m.sessionId}` };
   const flagged = s.worst !== "ok" || s.flags > 0;
   const root = s.root_id;
-  t.marks.set({
+  await t.marks.set({
     session_id: m.sessionId,
     root_id: root,
     kind: m.kind,
@@ -32,8 +32,8 @@ export function markSession(
     marked_by: m.by,
     marked_at: m.at,
   });
-  t.counters.bump(`marks_total:${m.kind}`);
-  const lifted = m.kind === "false_alarm" && flagged ? liftTree(t, modes, m, root) : [];
+  await t.counters.bump(`marks_total:${m.kind}`);
+  const lifted = m.kind === "false_alarm" && flagged ? await liftTree(t, modes, m, root) : [];
   return {
     ok: true,
     rootId: root,
@@ -44,26 +44,26 @@ export function markSession(
 }
 
 /** Every refusal in the tree, and the mode's hold on it (hard stop, cap, recovery count, open directives). */
-function liftTree(
+async function liftTree(
   t: Tables,
   modes: ModesStore,
   m: { sessionId: string; by: string; at: number },
   root: string,
-): string[] {
+): Promise<string[]> {
   const { by, at } = m;
   const reason = `false alarm (${m.sessionId})`;
   const lifted: string[] = [];
-  if (t.refusals.get("tree", root)?.state === "stopped") {
-    t.refusals.set({ scope: "tree", key: root, state: "running", by, at, reason });
-    t.sessions.clearStopped("tree", root);
+  if ((await t.refusals.get("tree", root))?.state === "stopped") {
+    await t.refusals.set({ scope: "tree", key: root, state: "running", by, at, reason });
+    await t.sessions.clearStopped("tree", root);
     lifted.push(`tree ${root}`);
   }
-  for (const key of t.refusals.stoppedSessionsInTree(root)) {
-    t.refusals.set({ scope: "session", key, state: "running", by, at, reason });
-    t.sessions.clearStopped("session", key);
+  for (const key of await t.refusals.stoppedSessionsInTree(root)) {
+    await t.refusals.set({ scope: "session", key, state: "running", by, at, reason });
+    await t.sessions.clearStopped("session", key);
     lifted.push(`session ${key}`);
   }
-  modes.resumeTree(root, at);
+  await modes.resumeTree(root, at);
   return lifted;
 }
 

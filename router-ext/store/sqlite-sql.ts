@@ -65,8 +65,11 @@ export class SqliteSql implements Sql {
     return s;
   }
 
-  /** A statement outside any transaction: now when nothing is open, else after what waits. */
-  private outside<T>(work: () => T): Promise<T> {
+  /**
+   * Runs `work` (synchronous, on the handle) outside any transaction: now when
+   * nothing is open, else after what waits. For SQLite-only probes (PRAGMA).
+   */
+  outside<T>(work: () => T): Promise<T> {
     if (this.held > 0) return this.serial(async () => work());
     try {
       return Promise.resolve(work());
