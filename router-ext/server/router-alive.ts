@@ -23,7 +23,8 @@ export function startAliveMarks(o: {
   // A database that takes no writes (read-only file, full disk) loses the marks, not the server.
   const write = (label: string, fn: () => Promise<void>) =>
     fn().catch((err) => o.log(`${label}: not recorded: ${(err as Error).message}`));
-  void write("router run", () =>
+  // Awaited by stop(): a stop soon after the start still finds this run's row.
+  const started = write("router run", () =>
     o.store.routerStarted(o.now(), process.pid, o.version, (started) => {
       seq = started.seq;
       const down = started.outage;
@@ -41,6 +42,7 @@ export function startAliveMarks(o: {
   return {
     async stop() {
       clearInterval(timer);
+      await started;
       if (seq !== null) await write("router stop", () => o.store.routerStopped(seq as number, o.now()));
     },
   };
