@@ -8,6 +8,7 @@
 // names it, so the watchdog reports it again once the plugin is gone.
 import type { Directive, Heartbeat, ProgressMessage, Transition } from "../../shared/index.ts";
 import type { TransitionContext, TransitionPlan } from "../modes/plan.ts";
+import { isFlag, takesVerdict, watchdogCovered } from "../modes/report-rules.ts";
 import type { ModesStore } from "../modes/store.ts";
 import type { Tables } from "./open-tables.ts";
 
@@ -83,7 +84,7 @@ export async function storeProgress(
 async function pluginCovers(t: Tables, sessionId: string, opts: ProgressOptions): Promise<boolean> {
   if (opts.pluginLiveMs === undefined) return false;
   const seenAt = (await t.sessions.get(sessionId))?.plugin_seen_at ?? null;
-  return seenAt !== null && opts.now - seenAt <= opts.pluginLiveMs;
+  return watchdogCovered(seenAt, opts.now, opts.pluginLiveMs);
 }
 
 /** Stores a transition and what its plan says; null for an id stored before. */
@@ -110,7 +111,7 @@ async function applyTransition(
     await t.sessions.pluginSeen(tr.session_id, tr.plugin_version, now);
   const row = await t.sessions.get(tr.session_id);
   if (!row) throw new Error(`session ${tr.session_id} vanished inside its own transaction`);
-  const flagged = tr.previous === "ok" && tr.verdict !== "ok";
+  const flagged = isFlag(tr.previous, tr.verdict);
   if (flagged) await t.counters.bump(`warnings_total:${tr.verdict}`);
   await t.counters.bump(`transitions_total:${tr.source}`);
   await t.sessions.flag(tr.session_id, before?.worst ?? "ok", tr.verdict, flagged, now);
@@ -119,7 +120,7 @@ async function applyTransition(
   await modes.applyEffects(plan.effects, plan.directives, now);
   // An older transition arriving late (a retry queue flush) joins the history
   // and the counts but does not overwrite a newer verdict.
-  if (row.verdict_at === null || tr.at >= row.verdict_at) {
+  if (takesVerdict(row.verdict_at, tr.at)) {
     await t.sessions.setVerdict({
       session_id: tr.session_id,
       verdict: tr.verdict,
@@ -161,7 +162,7 @@ async function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: n
       now,
     );
     await t.sessions.pluginSeen(s.session_id, h.plugin_version, now);
-    if (s.verdict === "ok") await modes.liftSession(s.session_id, "session ok", now);
+    await modes.reportedVerdict(s.session_id, s.verdict, now);
     await t.samples.insert(s.session_id, {
       at: h.at,
       turns_since_landed: s.turns_since_landed,

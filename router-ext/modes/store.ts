@@ -10,6 +10,7 @@
 // Ids, counts and the deterministic incident report only; never content.
 import type { Directive, DirectiveResult } from "../../shared/index.ts";
 import type { Tables } from "../db/open-tables.ts";
+import { byMode, directiveResultLifts, okLifts } from "./lifts.ts";
 import { MODES_ACTOR, type ModeEffects } from "./plan.ts";
 import { recoveryCompleted } from "./policy.ts";
 
@@ -53,10 +54,9 @@ export class ModesStore {
   }
 
   /**
-   * The plugin ran a directive. On success the recovery's scoped refusals in
-   * that tree are lifted and the tree state forgets them; on failure they stay
-   * (nothing more is spent) until the session lands, goes ok or is resumed.
-   * Returns false for an unknown or already answered directive.
+   * The plugin ran a directive: what it lifts is modes/lifts.ts
+   * (directiveResultLifts); on success the tree state forgets the recovery's
+   * refusals. Returns false for an unknown or already answered directive.
    */
   async applyResult(r: DirectiveResult, now: number): Promise<boolean> {
     const row = await this.t.directives.get(r.directive_id);
@@ -64,19 +64,31 @@ export class ModesStore {
     await this.t.directives.markDone(row.id, now, r.ok, r.ok ? null : r.error);
     await this.t.counters.bump(`directive_results_total:${r.ok ? "ok" : "failed"}`);
     if (!r.ok) return true;
-    const lifted = new Set(await this.t.refusals.stoppedInTree(MODES_ACTOR, row.root_id));
-    if ((await this.t.refusals.get("session", row.session_id))?.state === "stopped")
-      lifted.add(row.session_id);
-    for (const key of lifted) await this.liftSession(key, `${row.action} completed`, now);
+    const keys = [...(await this.t.refusals.stoppedInTree(MODES_ACTOR, row.root_id)), row.session_id];
+    const candidates = [];
+    for (const key of keys) candidates.push({ key, refusal: await this.t.refusals.get("session", key) });
+    for (const key of directiveResultLifts(r.ok, candidates))
+      await this.setSession(key, "running", `${row.action} completed`, now);
     if (await this.t.treeModes.has(row.root_id))
       await this.t.treeModes.update(recoveryCompleted(await this.t.treeModes.get(row.root_id)), now);
     return true;
   }
 
-  /** The session landed or went ok: a mode's refusal of it has done its job. */
+  /** A plan's effect lifts the session: only a mode's own refusal of it goes (modes/lifts.ts byMode). */
   async liftSession(sessionId: string, reason: string, now: number): Promise<boolean> {
     if (!(await this.refusedByMode(sessionId))) return false;
     await this.setSession(sessionId, "running", reason, now);
+    return true;
+  }
+
+  /** A heartbeat reported the session's verdict: lifted when modes/lifts.ts okLifts says so. */
+  async reportedVerdict(
+    sessionId: string,
+    verdict: "ok" | "stalling" | "looping",
+    now: number,
+  ): Promise<boolean> {
+    if (!okLifts(verdict, await this.t.refusals.get("session", sessionId))) return false;
+    await this.setSession(sessionId, "running", "session ok", now);
     return true;
   }
 
@@ -135,8 +147,7 @@ export class ModesStore {
 
   /** Whether a mode (not an admin) set this session's refusal. */
   async refusedByMode(sessionId: string): Promise<boolean> {
-    const r = await this.t.refusals.get("session", sessionId);
-    return r?.state === "stopped" && r.changed_by === MODES_ACTOR;
+    return byMode(await this.t.refusals.get("session", sessionId));
   }
 
   async prune(cutoff: number): Promise<number> {
