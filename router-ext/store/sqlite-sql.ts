@@ -91,13 +91,13 @@ export class SqliteSql implements Sql {
 
   private async transaction<T>(fn: (q: Sql) => Promise<T>): Promise<T> {
     const q = new SqliteTx(this);
-    this.db.prepare("BEGIN IMMEDIATE").run();
+    this.prepare("BEGIN IMMEDIATE").run();
     try {
       const out = await fn(q);
-      this.db.prepare("COMMIT").run();
+      this.prepare("COMMIT").run();
       return out;
     } catch (err) {
-      if (this.db.inTransaction) this.db.prepare("ROLLBACK").run();
+      if (this.db.inTransaction) this.prepare("ROLLBACK").run();
       throw err;
     } finally {
       q.end();
