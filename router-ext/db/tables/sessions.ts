@@ -9,7 +9,8 @@ import type { Sql } from "../../store/sql.ts";
 import { later } from "./later.ts";
 import type { MarkKind } from "./marks.ts";
 
-export interface SessionRow {
+/** A row of the router's sessions table (not opencode's session: router-ext/opencode-db/reader.ts SessionRow). */
+export interface RouterSessionRow {
   session_id: string;
   parent_id: string | null;
   root_id: string;
@@ -47,7 +48,7 @@ export interface SessionRow {
 }
 
 /** A row with its refusals and the gate's spend since the session's last landed change. */
-export interface SessionListRow extends SessionRow {
+export interface SessionListRow extends RouterSessionRow {
   tree_state: RefusalState | null;
   tree_by: string | null;
   tree_at: number | null;
@@ -206,11 +207,11 @@ const SQL = {
  * When a session that was its own root learns a parent, every session filed
  * under it moves to the new root, so a tree learnt bottom-up ends up under one root.
  */
-async function learnIdentity(sql: Sql, id: Identity, now: number): Promise<SessionRow | undefined> {
-  const existing = await sql.get<SessionRow>(SQL.get, [id.session_id]);
+async function learnIdentity(sql: Sql, id: Identity, now: number): Promise<RouterSessionRow | undefined> {
+  const existing = await sql.get<RouterSessionRow>(SQL.get, [id.session_id]);
   const parentRoot =
     id.parent_id !== null && id.parent_id !== id.session_id
-      ? ((await sql.get<SessionRow>(SQL.get, [id.parent_id]))?.root_id ?? id.parent_id)
+      ? ((await sql.get<RouterSessionRow>(SQL.get, [id.parent_id]))?.root_id ?? id.parent_id)
       : null;
   const root = id.root_id ?? parentRoot ?? existing?.root_id ?? id.session_id;
   if (!existing) {
@@ -299,11 +300,11 @@ function sessionWrites(sql: Sql) {
 /** What the admin page, the API and /metrics read. */
 function sessionReads(sql: Sql) {
   return {
-    get(sessionId: string): Promise<SessionRow | undefined> {
+    get(sessionId: string): Promise<RouterSessionRow | undefined> {
       return sql.get(SQL.get, [sessionId]);
     },
     async rootOf(sessionId: string): Promise<string> {
-      return (await sql.get<SessionRow>(SQL.get, [sessionId]))?.root_id ?? sessionId;
+      return (await sql.get<RouterSessionRow>(SQL.get, [sessionId]))?.root_id ?? sessionId;
     },
     list(limit: number): Promise<SessionListRow[]> {
       return sql.all(SQL.list, [limit]);
