@@ -55,7 +55,7 @@ export default defineCommand({
       );
       return 2;
     }
-    const outcome = await runCalibrate(
+    const result = await runCalibrate(
       {
         db: typeof args.db === "string" ? args.db : null,
         copy: Boolean(args.copy),
@@ -78,6 +78,6 @@ export default defineCommand({
       },
       { stdout: io.stdout, stderr: io.stderr, env: io.env, now: io.now },
     );
-    return outcome.code;
+    return result.code;
   },
 });

@@ -25,7 +25,7 @@ export interface ExchangeEnv {
 }
 
 /** The record's usage figures, from the upstream's answer. */
-export interface Outcome {
+export interface UpstreamAnswer {
   status: number;
   usage: Usage | null;
   /** The model the upstream named, when the request body named none. */
@@ -111,7 +111,7 @@ export class Exchange {
   }
 
   /** The one record of this request (a read writes none); the spend is counted either way. */
-  record(o: Outcome, refused = false): void {
+  record(o: UpstreamAnswer, refused = false): void {
     const priced = o.usage
       ? (costUsd(this.env.prices, this.model, o.usage) ?? costUsd(this.env.prices, o.upstreamModel, o.usage))
       : null;

@@ -11,7 +11,7 @@
 // (a missed notification is then repaired by the full read).
 import type { RefusalScope } from "../api/schemas.ts";
 import type { RefusalChange } from "../db/tables/refusals.ts";
-import { type GateFactsView, type StoppedRefusal, usableSessionId } from "../modes/gate-decision.ts";
+import { type GateFactReader, type StoppedRefusal, usableSessionId } from "../modes/gate-decision.ts";
 import type { GateIdentity, RequestRecord } from "./types.ts";
 
 /** One change to the facts, as a write makes it. */
@@ -49,7 +49,7 @@ interface Context {
   compactedAt: number;
 }
 
-export class GateFacts implements GateFactsView {
+export class GateFacts implements GateFactReader {
   private readonly stopped: Record<RefusalScope, Map<string, StoppedRefusal>> = {
     session: new Map(),
     tree: new Map(),

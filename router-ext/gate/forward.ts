@@ -101,7 +101,7 @@ function respond(
   // The length holds unless the scanner drops the usage chunk the gate asked for.
   const headers = forwardResponseHeaders(head.rawHeaders, !(sse && x.rewriter.injected));
   if (x.routed) headers.push("x-stallguard-breaker", x.routed.header);
-  const outcome = (error: string | null, bytes: number) => ({
+  const answer = (error: string | null, bytes: number) => ({
     status,
     usage: tracker.usage,
     upstreamModel: tracker.model,
@@ -113,7 +113,7 @@ function respond(
   if (x.req.method === "HEAD" || status === 204 || status === 304) {
     head.resume();
     x.res.end();
-    x.record(outcome(null, 0));
+    x.record(answer(null, 0));
     return;
   }
   relayResponse(head, x.res, scanner, {
@@ -125,7 +125,7 @@ function respond(
         const what = end.error === "idle_timeout" ? `silent for ${env.timeoutMs} ms` : `failed (${end.code})`;
         env.log(`gate: upstream body ${what} after ${end.bytes} bytes`);
       }
-      x.record(outcome(end.error, end.bytes));
+      x.record(answer(end.error, end.bytes));
     },
   });
 }

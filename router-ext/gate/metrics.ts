@@ -6,7 +6,7 @@ import { metricLines, promText, type Sample, single } from "../prom-text.ts";
 
 export type RefusalScope = "session" | "tree";
 export type UpstreamErrorKind = "unreachable" | "timeout" | "stream" | "no_upstream";
-export type DegradedOutcome = "refused" | "passed";
+export type DegradedDecision = "refused" | "passed";
 
 export interface GateMetrics {
   /** A request reached /v1/*. */
@@ -18,7 +18,7 @@ export interface GateMetrics {
   /** The store failed to answer decide(); the request was let through. */
   storeError(): void;
   /** The store answered from memory while it cannot write: a known refusal refused, anything else passed. */
-  degraded(outcome: DegradedOutcome): void;
+  degraded(decision: DegradedDecision): void;
   /** Milliseconds the gate added before the client got its response head. */
   observeOverhead(ms: number): void;
   /** Spend seen in usage (dollars), per request with a known price. */
@@ -34,7 +34,7 @@ interface GateCounts {
   requests: number;
   unauthorized: number;
   storeErrors: number;
-  degraded: Record<DegradedOutcome, number>;
+  degraded: Record<DegradedDecision, number>;
   spendUsd: number;
   refusals: Record<RefusalScope, number>;
   upstream: Record<UpstreamErrorKind, number>;
@@ -129,7 +129,7 @@ function renderGateMetrics(c: GateCounts): string {
       "stallguard_gate_degraded_decisions_total",
       "counter",
       "Decisions made from memory while the store cannot write: refused (a known refusal) or passed.",
-      (Object.keys(c.degraded) as DegradedOutcome[]).map((k) => [{ outcome: k }, c.degraded[k]]),
+      (Object.keys(c.degraded) as DegradedDecision[]).map((k) => [{ outcome: k }, c.degraded[k]]),
     ),
     ...single(
       "stallguard_gate_spend_usd_total",

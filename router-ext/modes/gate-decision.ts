@@ -16,7 +16,7 @@ export interface StoppedRefusal {
 }
 
 /** What the decision reads. Lookups only: the facts are held by the caller. */
-export interface GateFactsView {
+export interface GateFactReader {
   /** The refusal in force for this session (scope session) or tree root (scope tree). */
   refusal(scope: RefusalScope, key: string): StoppedRefusal | undefined;
   /** The session's root as the store knows it; undefined for a session never seen. */
@@ -36,7 +36,7 @@ export function usableSessionId(id: string | null): id is string {
 }
 
 /** The tree a request belongs to: its own root when known, else its parent's, else itself. */
-export function rootFor(facts: GateFactsView, identity: GateIdentity & { sessionId: string }): string {
+export function rootFor(facts: GateFactReader, identity: GateIdentity & { sessionId: string }): string {
   const known = facts.rootOf(identity.sessionId);
   if (known !== undefined) return known;
   const parent = identity.parent && identity.parent !== identity.sessionId ? identity.parent : null;
@@ -50,7 +50,7 @@ export function rootFor(facts: GateFactsView, identity: GateIdentity & { session
  * session measured at or over the cap with overCap (never the compaction or
  * a title request).
  */
-export function decideGate(facts: GateFactsView, identity: GateIdentity): GateDecision {
+export function decideGate(facts: GateFactReader, identity: GateIdentity): GateDecision {
   const sessionId = identity.sessionId;
   if (!usableSessionId(sessionId)) return { refused: false, scope: null, reason: null, rootId: null };
   const rootId = rootFor(facts, { ...identity, sessionId });
@@ -68,7 +68,7 @@ function refused(scope: RefusalScope, r: StoppedRefusal, rootId: string): GateDe
 }
 
 function capExceeded(
-  facts: GateFactsView,
+  facts: GateFactReader,
   sessionId: string,
   rootId: string,
   agent: string | null,
