@@ -15,7 +15,7 @@ function parsePort(raw: string | undefined): number | undefined | Error {
 export default defineCommand({
   meta: {
     name: "serve",
-    description: "Run the router extension (progress judge, gate, admin page, /metrics).",
+    description: "Run the router extension (progress store, gate, admin page, /metrics).",
   },
   args: {
     port: stringArg("Listen port (0 = any free port). Default: server.port (4870)"),

@@ -196,7 +196,7 @@ export class WriteQueue {
     if (this.queue.length > 0) this.arm();
   }
 
-  /** A write done elsewhere (an ingest) worked, or met an unavailable database. */
+  /** A write done elsewhere (storing a report) worked, or met an unavailable database. */
   noteSuccess(): void {
     if (this.failingCode === null) return;
     this.opts.log?.(`store: writes work again (${this.queue.length} still waiting)`);

@@ -2,7 +2,7 @@
 // the tree's next mode state (actions.ts), the session's stage, the durable
 // effects (refusals, caps, the hard stop), the directives for a live plugin,
 // the alerts for the notifier and the toasts for the reporting plugin. The
-// store applies state, effects and directives in the ingest transaction; the
+// store applies state, effects and directives in the transaction that stores the report; the
 // server delivers alerts, toasts and log lines after the commit.
 import { createHash } from "node:crypto";
 import {
