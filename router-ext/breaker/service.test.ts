@@ -5,9 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import type { Alert } from "../notify/types.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
-import { type BreakerConfig, BreakerService } from "./service.ts";
+import type { BreakerConfig } from "./service.ts";
 import { BreakerStore } from "./store.ts";
-import { served, stallTransition, storeTransition } from "./testing.ts";
+import { breakerOn, served, stallTransition, storeTransition } from "./testing.ts";
 
 const MIN = 60_000;
 const T0 = 1_800_000_000_000;
@@ -18,17 +18,8 @@ describe("BreakerService", () => {
   let cfg: BreakerConfig;
   let alerts: Alert[];
   let now: number;
-  /** A service over the store's Sql, its states read (as the server starts it). */
-  const service = async () => {
-    const svc = new BreakerService({
-      store: new BreakerStore(store.sql),
-      config: () => cfg,
-      notify: (a) => alerts.push(a),
-      now: () => now,
-    });
-    await svc.reload();
-    return svc;
-  };
+  const service = () =>
+    breakerOn(store, { config: () => cfg, notify: (a) => alerts.push(a), now: () => now });
 
   /** Four trees per model in the window; the first three on `bad` loop. */
   async function replay(bad = "bad/m", good = "good/m"): Promise<void> {

@@ -4,9 +4,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
-import { type BreakerConfig, BreakerService } from "./service.ts";
+import type { BreakerConfig } from "./service.ts";
 import { BreakerStore } from "./store.ts";
-import { served, stallTransition, storeTransition } from "./testing.ts";
+import { breakerOn, served, stallTransition, storeTransition } from "./testing.ts";
 
 const T0 = 1_800_000_000_000;
 
@@ -16,16 +16,7 @@ describe("breaker writes off the gate's path", () => {
   let logs: string[];
   const now = T0 + 20_000;
 
-  async function service(): Promise<BreakerService> {
-    const svc = new BreakerService({
-      store: new BreakerStore(store.sql),
-      config: () => cfg,
-      log: (l) => logs.push(l),
-      now: () => now,
-    });
-    await svc.reload();
-    return svc;
-  }
+  const service = () => breakerOn(store, { config: () => cfg, log: (l) => logs.push(l), now: () => now });
 
   beforeEach(async () => {
     store = await openSqliteStore(":memory:");
