@@ -19,8 +19,9 @@ describe("breaker routes", () => {
       store.recordRequest(served("p/good", `ses_g${i}`, now - 10_000 + i));
     }
     for (let i = 0; i < 3; i++) await storeTransition(store, stallTransition(`ses_b${i}`, now - 1000 + i));
-    const svc = new BreakerService({ store: new BreakerStore(store.db), config: () => cfg, now: () => now });
-    svc.evaluate();
+    const svc = new BreakerService({ store: new BreakerStore(store.sql), config: () => cfg, now: () => now });
+    await svc.reload();
+    await svc.evaluate();
     app = breakerRoutes(svc);
   });
   afterEach(async () => await store.close());

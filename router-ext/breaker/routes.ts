@@ -20,12 +20,12 @@ const limitSchema = z.coerce.number().int().min(1).max(1000);
 export function breakerRoutes(service: BreakerService): Hono {
   const app = new Hono();
 
-  app.get("/api/breaker", (c) => {
+  app.get("/api/breaker", async (c) => {
     const raw = c.req.query("limit");
     const limit = raw === undefined ? { success: true as const, data: 100 } : limitSchema.safeParse(raw);
     if (!limit.success)
       return c.json({ error: "invalid query", issues: ["limit: an integer from 1 to 1000"] }, 400);
-    return c.json(service.view(undefined, limit.data) satisfies BreakerResponse);
+    return c.json((await service.view(undefined, limit.data)) satisfies BreakerResponse);
   });
 
   app.post("/api/breaker/:model/resume", async (c) => {
@@ -34,7 +34,7 @@ export function breakerRoutes(service: BreakerService): Hono {
     const body = await validBody(c, resumeSchema);
     if (!body.ok) return body.answer;
     const by = body.data.by ?? "admin";
-    const s = service.resume(model.data, by);
+    const s = await service.resume(model.data, by);
     return c.json({ model: s.model, phase: s.phase, by, at: s.resumedAt });
   });
 

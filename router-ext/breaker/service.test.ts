@@ -5,9 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import type { Alert } from "../notify/types.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
-import { type BreakerConfig, BreakerService } from "./service.ts";
+import type { BreakerConfig } from "./service.ts";
 import { BreakerStore } from "./store.ts";
-import { served, stallTransition, storeTransition } from "./testing.ts";
+import { breakerOn, served, stallTransition, storeTransition } from "./testing.ts";
 
 const MIN = 60_000;
 const T0 = 1_800_000_000_000;
@@ -19,12 +19,7 @@ describe("BreakerService", () => {
   let alerts: Alert[];
   let now: number;
   const service = () =>
-    new BreakerService({
-      store: new BreakerStore(store.db),
-      config: () => cfg,
-      notify: (a) => alerts.push(a),
-      now: () => now,
-    });
+    breakerOn(store, { config: () => cfg, notify: (a) => alerts.push(a), now: () => now });
 
   /** Four trees per model in the window; the first three on `bad` loop. */
   async function replay(bad = "bad/m", good = "good/m"): Promise<void> {
@@ -49,8 +44,8 @@ describe("BreakerService", () => {
 
   it("trips exactly the model whose trees stall, with evidence and a critical alert", async () => {
     await replay();
-    const svc = service();
-    const trips = svc.evaluate();
+    const svc = await service();
+    const trips = await svc.evaluate();
     expect(trips.map((t) => t.model)).toEqual(["bad/m"]);
     const t = trips[0];
     expect(t).toMatchObject({
@@ -69,8 +64,8 @@ describe("BreakerService", () => {
     expect(svc.route("bad/m")).toEqual({ model: "fallback/m", header: "bad/m -> fallback/m" });
     expect(svc.route("good/m")).toBeNull();
     // A second evaluation while open records nothing new.
-    expect(svc.evaluate()).toEqual([]);
-    expect(new BreakerStore(store.db).trips()).toHaveLength(1);
+    expect(await svc.evaluate()).toEqual([]);
+    expect(await new BreakerStore(store.sql).trips()).toHaveLength(1);
   });
 
   it("does not trip on one hard task: several stuck sessions in one tree", async () => {
@@ -84,77 +79,79 @@ describe("BreakerService", () => {
         store,
         stallTransition(`ses_w${i}`, T0 + 10_000 + i, { root_id: "ses_root", parent_id: "ses_root" }),
       );
-    const svc = service();
-    expect(svc.evaluate()).toEqual([]);
-    const bad = svc.view().models.find((m) => m.model === "bad/m");
+    const svc = await service();
+    expect(await svc.evaluate()).toEqual([]);
+    const bad = (await svc.view()).models.find((m) => m.model === "bad/m");
     expect(bad).toMatchObject({ phase: "closed", stalled_trees: 1 });
   });
 
   it("is advisory without a fallback: alert and record, traffic untouched", async () => {
     cfg = { ...cfg, fallbacks: {} };
     await replay();
-    const svc = service();
-    expect(svc.evaluate()[0]).toMatchObject({ model: "bad/m", fallback: null });
+    const svc = await service();
+    expect((await svc.evaluate())[0]).toMatchObject({ model: "bad/m", fallback: null });
     expect(alerts[0]?.summary).toContain("advisory");
     expect(svc.route("bad/m")).toBeNull();
-    expect(svc.view().models.find((m) => m.model === "bad/m")?.phase).toBe("open");
+    expect((await svc.view()).models.find((m) => m.model === "bad/m")?.phase).toBe("open");
   });
 
   it("half-opens after the cooldown, closes after a quiet probe, and backs off on a re-trip", async () => {
     await replay();
-    const svc = service();
-    svc.evaluate();
+    const svc = await service();
+    await svc.evaluate();
     now += 15 * MIN;
-    svc.tick();
-    expect(svc.view().models.find((m) => m.model === "bad/m")?.phase).toBe("half_open");
+    await svc.tick();
+    expect((await svc.view()).models.find((m) => m.model === "bad/m")?.phase).toBe("half_open");
     expect(svc.route("bad/m")).toBeNull();
     // Old evidence alone does not re-trip a probing model.
-    expect(svc.evaluate()).toEqual([]);
+    expect(await svc.evaluate()).toEqual([]);
     // A stall during the probe does, with a doubled cooldown.
     store.recordRequest(served("bad/m", "ses_b3", now - 100));
     await storeTransition(store, stallTransition("ses_b3", now));
     now += 1;
-    const again = svc.evaluate();
+    const again = await svc.evaluate();
     expect(again).toHaveLength(1);
     expect(again[0]).toMatchObject({ previous: "half_open", trips: 2, cooldown_ms: 30 * MIN });
     now += 30 * MIN;
-    svc.tick();
+    await svc.tick();
     now += 30 * MIN;
-    svc.tick();
-    expect(svc.view().models.find((m) => m.model === "bad/m")).toMatchObject({ phase: "closed", trips: 0 });
+    await svc.tick();
+    expect((await svc.view()).models.find((m) => m.model === "bad/m")).toMatchObject({
+      phase: "closed",
+      trips: 0,
+    });
     expect(alerts.map((a) => a.state)).toEqual(["trigger", "trigger", "resolve"]);
   });
 
   it("Resume closes at once; old evidence cannot re-trip; state survives a restart", async () => {
     await replay();
-    let svc = service();
-    svc.evaluate();
+    let svc = await service();
+    await svc.evaluate();
     // Restart: a new service on a new handle to the same file sees the open breaker.
     await store.close();
     store = await openSqliteStore(join(dir, "s.db"));
-    svc = service();
+    svc = await service();
     expect(svc.route("bad/m")?.model).toBe("fallback/m");
     expect(svc.metrics()).toContain('stallguard_breaker_state{model="bad/m"} 2');
-    svc.resume("bad/m", "alice");
+    await svc.resume("bad/m", "alice");
     expect(svc.route("bad/m")).toBeNull();
     await storeTransition(
       store,
       stallTransition("ses_b0", now + 5, { verdict: "stalling", id: "p:ses_b0:again:1" }),
     );
     now += 10;
-    expect(svc.evaluate()).toEqual([]);
+    expect(await svc.evaluate()).toEqual([]);
     await store.close();
     store = await openSqliteStore(join(dir, "s.db"));
-    const view = service().view();
+    const view = await (await service()).view();
     expect(view.models.find((m) => m.model === "bad/m")).toMatchObject({
       phase: "closed",
       resumed_by: "alice",
     });
     expect(view.trips).toHaveLength(1);
-    expect(new BreakerStore(store.db).changes().map((c) => `${c.from_phase}>${c.to_phase}:${c.by}`)).toEqual([
-      "open>closed:alice",
-      "closed>open:breaker",
-    ]);
+    expect(
+      (await new BreakerStore(store.sql).changes()).map((c) => `${c.from_phase}>${c.to_phase}:${c.by}`),
+    ).toEqual(["open>closed:alice", "closed>open:breaker"]);
   });
 
   it("only counts requests inside each session's stall window (since its last landed change)", async () => {
@@ -169,26 +166,26 @@ describe("BreakerService", () => {
         store,
         stallTransition(`ses_s${i}`, T0 + 10_000 + i, { signals: signalsLanded(T0 + 2000) }),
       );
-    const trips = service().evaluate();
+    const trips = await (await service()).evaluate();
     expect(trips.map((t) => t.model)).toEqual(["good/m"]);
   });
 
   it("retention prunes old trips and phase changes, never the current state", async () => {
     await replay();
-    const svc = service();
-    expect(svc.evaluate()).toHaveLength(1);
-    const bs = new BreakerStore(store.db);
-    expect(bs.prune(now - 60 * MIN)).toEqual({ trips: 0, changes: 0 });
-    expect(bs.prune(now + 1)).toMatchObject({ trips: 1 });
-    expect(bs.trips()).toEqual([]);
-    expect(bs.changes()).toEqual([]);
+    const svc = await service();
+    expect(await svc.evaluate()).toHaveLength(1);
+    const bs = new BreakerStore(store.sql);
+    expect(await bs.prune(now - 60 * MIN)).toEqual({ trips: 0, changes: 0 });
+    expect(await bs.prune(now + 1)).toMatchObject({ trips: 1 });
+    expect(await bs.trips()).toEqual([]);
+    expect(await bs.changes()).toEqual([]);
     expect(svc.route("bad/m")).toEqual({ model: "fallback/m", header: "bad/m -> fallback/m" });
   });
 
   it("does nothing when disabled", async () => {
     cfg = { ...cfg, enabled: false };
     await replay();
-    expect(service().evaluate()).toEqual([]);
+    expect(await (await service()).evaluate()).toEqual([]);
   });
 });
 

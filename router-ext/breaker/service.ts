@@ -1,8 +1,10 @@
 // The behaviour breaker, wired: reads the gate's request records and the stored
 // stall verdicts, applies the trip rule (rule.ts) and the state machine
-// (state.ts), keeps every state change and trip in SQLite (store.ts), raises a
-// critical alert per trip, and answers the gate's question "where does a
-// request for model M go now?" synchronously from an in-memory copy.
+// (state.ts), keeps every state change and trip in the router's database
+// (store.ts, through writes.ts: awaited, in order, off the gate's path), raises
+// a critical alert per trip, and answers the gate's question "where does a
+// request for model M go now?" synchronously from an in-memory copy, loaded
+// by reload() at start (and by a replica when another one changed a state).
 //
 // Fresh evidence: after a close (quiet probe or admin Resume) only stalls after
 // that instant count toward a new trip, and a half-open model re-trips only on
@@ -11,10 +13,11 @@
 import { type Config, formatDuration } from "../../shared/index.ts";
 import type { BreakerModelView } from "../api/schemas.ts";
 import type { Alert } from "../notify/types.ts";
-import { metricLines, promText } from "../prom-text.ts";
+import { metricLines, promText, single } from "../prom-text.ts";
 import { type ModelRate, modelRates, type TripRule } from "./rule.ts";
 import { type Backoff, type BreakerPhase, closedState, fallbackFor, tick, trip } from "./state.ts";
 import type { BreakerStore, StoredState, TripRecord } from "./store.ts";
+import { BreakerWrites } from "./writes.ts";
 
 export type BreakerConfig = Config["breaker"];
 
@@ -72,15 +75,32 @@ export function freshEnough(r: ModelRate, s: StoredState, minSessions: number): 
 }
 
 export class BreakerService {
-  private readonly states = new Map<string, StoredState>();
+  private states = new Map<string, StoredState>();
   private readonly now: () => number;
   private readonly log: (line: string) => void;
+  private readonly writes: BreakerWrites;
+  /** Evaluations run one at a time (a second waits), so a model trips once. */
+  private evaluating: Promise<unknown> = Promise.resolve();
   private timer: ReturnType<typeof setInterval> | undefined;
 
+  /** Starts with no state: call reload() before the gate routes through it. */
   constructor(private readonly opts: BreakerServiceOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? (() => {});
-    for (const s of opts.store.states()) this.states.set(s.model, s);
+    this.writes = new BreakerWrites(opts.store, this.log);
+  }
+
+  /**
+   * Reads every model's state again (at start, and on a replica when another
+   * one changed a state). Waits for this process's own writes first; a state
+   * this process could not store yet stays as it is in memory.
+   */
+  async reload(): Promise<void> {
+    await this.writes.idle();
+    const next = new Map<string, StoredState>();
+    for (const s of await this.opts.store.states()) next.set(s.model, s);
+    for (const [model, s] of this.states) if (this.writes.pending(model)) next.set(model, s);
+    this.states = next;
   }
 
   private get cfg(): BreakerConfig {
@@ -99,8 +119,12 @@ export class BreakerService {
     }
   }
 
-  /** Moves every model's state forward in time (open -> half_open -> closed) and persists changes. */
-  tick(now = this.now()): void {
+  /**
+   * Moves every model's state forward in time (open -> half_open -> closed) in
+   * memory at once; resolves once the changes are stored (or failed, counted).
+   */
+  tick(now = this.now()): Promise<void> {
+    const saves: Promise<boolean>[] = [];
     for (const s of [...this.states.values()]) {
       const next = tick(s, now);
       if (next.phase === s.phase) continue;
@@ -109,8 +133,8 @@ export class BreakerService {
         quietSince: next.phase === "closed" ? now : s.quietSince,
         updatedAt: now,
       };
-      this.opts.store.save(saved, s.phase, "breaker");
       this.states.set(s.model, saved);
+      saves.push(this.writes.save(saved, s.phase, "breaker"));
       this.log(`breaker: ${s.model} ${s.phase} -> ${saved.phase}`);
       if (saved.phase === "closed") {
         this.send({
@@ -125,16 +149,32 @@ export class BreakerService {
         });
       }
     }
+    return Promise.all(saves).then(() => {});
   }
 
-  /** Applies the trip rule over the window ending now; returns the trips it recorded. */
-  evaluate(now = this.now()): TripRecord[] {
-    this.tick(now);
+  /**
+   * Applies the trip rule over the window ending now; returns the trips it
+   * recorded (seq 0: a trip whose row could not be stored). Throws only when
+   * the evidence cannot be read.
+   */
+  evaluate(now = this.now()): Promise<TripRecord[]> {
+    const run = this.evaluating.then(() => this.evaluateNow(now));
+    this.evaluating = run.catch(() => {});
+    return run;
+  }
+
+  private async evaluateNow(now: number): Promise<TripRecord[]> {
+    await this.writes.retry();
+    await this.tick(now);
     const c = this.cfg;
     if (!c.enabled) return [];
     const rule = ruleOf(c);
     const from = now - c.window;
-    const rates = modelRates(this.opts.store.served(from, now), this.opts.store.stalls(from, now), rule, now);
+    const [served, stalls] = [
+      await this.opts.store.served(from, now),
+      await this.opts.store.stalls(from, now),
+    ];
+    const rates = modelRates(served, stalls, rule, now);
     const out: TripRecord[] = [];
     for (const r of rates) {
       if (!r.trip) continue;
@@ -169,9 +209,9 @@ export class BreakerService {
           at: e.at,
         })),
       };
-      const seq = this.opts.store.recordTrip(record, next);
       this.states.set(r.model, next);
-      out.push({ ...record, seq });
+      const seq = await this.writes.recordTrip(record, next);
+      out.push({ ...record, seq: seq ?? 0 });
       const where = record.fallback
         ? `requests go to ${record.fallback} until ${new Date(record.until).toISOString()}`
         : "advisory: no fallback configured, traffic unchanged";
@@ -192,14 +232,26 @@ export class BreakerService {
     return out;
   }
 
-  /** Called with the verdicts of freshly stored transitions; evaluates when one is a stall. */
-  onVerdicts(verdicts: readonly string[], now = this.now()): TripRecord[] {
+  /**
+   * Called with the verdicts of freshly stored transitions; evaluates when one
+   * is a stall. Never rejects: a failed evaluation is logged.
+   */
+  async onVerdicts(verdicts: readonly string[], now = this.now()): Promise<TripRecord[]> {
     if (!verdicts.some((v) => v === "stalling" || v === "looping")) return [];
-    return this.evaluate(now);
+    try {
+      return await this.evaluate(now);
+    } catch (err) {
+      this.log(`breaker: evaluate failed: ${(err as Error).message}`);
+      return [];
+    }
   }
 
-  /** The admin Resume: closes the model at once; only later stalls count toward a new trip. */
-  resume(model: string, by: string, now = this.now()): StoredState {
+  /**
+   * The admin Resume: closes the model at once (in memory, so the gate routes
+   * to it again); only later stalls count toward a new trip. Resolves once the
+   * state is stored, or its failed write is counted and kept for a retry.
+   */
+  async resume(model: string, by: string, now = this.now()): Promise<StoredState> {
     const cur = this.stored(model);
     const next: StoredState = {
       ...closedState(model),
@@ -208,8 +260,8 @@ export class BreakerService {
       quietSince: now,
       updatedAt: now,
     };
-    this.opts.store.save(next, cur.phase, by);
     this.states.set(model, next);
+    await this.writes.save(next, cur.phase, by);
     this.log(`breaker: ${model} resumed by ${by}`);
     if (cur.phase !== "closed") {
       this.send({
@@ -237,15 +289,15 @@ export class BreakerService {
     return { model: fb, header: `${model} -> ${fb}`.replace(/[^\x20-\x7e]/g, "?").slice(0, 600) };
   }
 
-  view(now = this.now(), tripLimit = 100): BreakerView {
-    this.tick(now);
+  async view(now = this.now(), tripLimit = 100): Promise<BreakerView> {
+    await this.tick(now);
     const c = this.cfg;
     const from = now - c.window;
-    const rates = new Map(
-      modelRates(this.opts.store.served(from, now), this.opts.store.stalls(from, now), ruleOf(c), now).map(
-        (r) => [r.model, r],
-      ),
-    );
+    const [served, stalls] = [
+      await this.opts.store.served(from, now),
+      await this.opts.store.stalls(from, now),
+    ];
+    const rates = new Map(modelRates(served, stalls, ruleOf(c), now).map((r) => [r.model, r]));
     const names = [...new Set([...this.states.keys(), ...rates.keys()])].sort();
     const models = names.map((m): ModelView => {
       const s = this.stored(m);
@@ -267,7 +319,7 @@ export class BreakerService {
         ratio: r ? round(r.ratio) : null,
       };
     });
-    return { enabled: c.enabled, window_ms: c.window, models, trips: this.opts.store.trips(tripLimit) };
+    return { enabled: c.enabled, window_ms: c.window, models, trips: await this.opts.store.trips(tripLimit) };
   }
 
   /** Prometheus text: the phase per model (0 closed, 1 half_open, 2 open). */
@@ -286,6 +338,12 @@ export class BreakerService {
         "Trips since the model was last closed.",
         states.map((s) => [{ model: s.model }, s.trips]),
       ),
+      ...single(
+        "stallguard_breaker_write_failures_total",
+        "counter",
+        "Breaker state or trip writes the database refused (states are retried).",
+        this.writes.failures,
+      ),
     ]);
   }
 
@@ -293,11 +351,9 @@ export class BreakerService {
   start(everyMs: number): () => void {
     clearInterval(this.timer);
     this.timer = setInterval(() => {
-      try {
-        this.evaluate();
-      } catch (err) {
-        this.log(`breaker: evaluate failed: ${(err as Error).message}`);
-      }
+      this.evaluate().catch((err: unknown) =>
+        this.log(`breaker: evaluate failed: ${(err as Error).message}`),
+      );
     }, everyMs);
     this.timer.unref?.();
     return () => clearInterval(this.timer);

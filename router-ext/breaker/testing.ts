@@ -6,6 +6,9 @@ import type { ProgressOptions } from "../db/store-progress.ts";
 import type { RequestRecord } from "../gate/types.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
 import type { RouterStore } from "../store/router-store.ts";
+import type { SqlStore } from "../store/sql-store.ts";
+import { BreakerService, type BreakerServiceOptions } from "./service.ts";
+import { BreakerStore } from "./store.ts";
 
 export const signals = quietSignals;
 
@@ -52,4 +55,14 @@ export const progressOpts = (now: number): ProgressOptions => {
 /** Stores one transition as a /progress body would. */
 export async function storeTransition(store: RouterStore, t: Transition): Promise<void> {
   await store.storeProgress([t], progressOpts(t.at));
+}
+
+/** A breaker service over the store's Sql, its states read (as the server starts it). */
+export async function breakerOn(
+  store: SqlStore,
+  opts: Omit<BreakerServiceOptions, "store">,
+): Promise<BreakerService> {
+  const svc = new BreakerService({ store: new BreakerStore(store.sql), ...opts });
+  await svc.reload();
+  return svc;
 }

@@ -26,7 +26,7 @@ export function startRetention(d: {
     try {
       const at = d.now();
       const retention = d.config().progress.retention;
-      const r = { ...(await d.store.prune(at, retention)), ...d.breakerStore.prune(at - retention) };
+      const r = { ...(await d.store.prune(at, retention)), ...(await d.breakerStore.prune(at - retention)) };
       const total = Object.values(r).reduce((a, b) => a + b, 0);
       if (total > 0) d.log(`retention: pruned ${JSON.stringify(r)}`);
     } catch (err) {

@@ -45,7 +45,7 @@ export interface Parts {
   log: (line: string) => void;
   now: () => number;
   store: RouterStore;
-  /** The breaker's tables; on SQLite only so far (the same file as the store). */
+  /** The breaker's tables, over the store's Sql (the same database). */
   breakerStore: BreakerStore;
   cfg: () => Config;
   credentials: Credentials;
@@ -76,7 +76,7 @@ export function buildServices(p: Parts) {
   const delivery = createDelivery({
     store,
     send: (a) => notify.notifier.send(a),
-    onVerdicts: (v) => breaker.onVerdicts(v),
+    onVerdicts: (v) => void breaker.onVerdicts(v),
     log,
     now,
     watchdogIntervalMs: () => cfg().watchdog.interval,

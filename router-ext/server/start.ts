@@ -175,9 +175,13 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const { base } = loaded;
   const credentials = loadCredentials(base, env);
   const { store, live, dbPath } = await openStoreAndConfig(opts, loaded, { env, now, log });
-  const breakerStore = new BreakerStore(store.db);
+  const breakerStore = new BreakerStore(store.sql);
   const parts: Parts = { env, log, now, store, breakerStore, cfg: () => live.get(), credentials };
   const s = buildServices(parts);
+  await s.breaker.reload().catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
   let gate = s.buildGate(live.get());
   const app = buildApp(parts, s, live);
   const { server, port, url } = await listen(

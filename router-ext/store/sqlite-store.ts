@@ -9,7 +9,7 @@ import { SqlStore, type SqlStoreOptions } from "./sql-store.ts";
 import { SqliteSql } from "./sqlite-sql.ts";
 
 export class SqliteStore extends SqlStore {
-  /** The handle, for what only SQLite has (the breaker's tables, tests reading rows). */
+  /** The handle, for what only SQLite has (tests reading rows, SQLite-only probes). */
   readonly db: Database.Database;
 
   constructor(db: Database.Database, opts: Omit<SqlStoreOptions, "writable" | "close"> = {}) {
