@@ -1,0 +1,113 @@
+// The Sql interface (sql.ts) over a node-postgres pool. `pg` is imported
+// lazily (loadPg) so a SQLite user never loads it. BIGINT and NUMERIC come
+// back as JS numbers (ms timestamps exceed 2^31, SUM and COUNT are NUMERIC
+// and BIGINT), set on this pool's own type table, never pg's global one.
+import type { Pool, PoolClient, PoolConfig, QueryResult, QueryResultRow } from "pg";
+import { toPgStatement } from "./pg-placeholders.ts";
+import type { Sql, SqlParams, SqlRun } from "./sql.ts";
+
+export type PgModule = typeof import("pg");
+
+/** node-postgres, loaded on first use (never at start-up on SQLite). */
+export async function loadPg(): Promise<PgModule> {
+  const mod = (await import("pg")) as PgModule & { default?: PgModule };
+  return mod.default ?? mod;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+/** A type table that parses BIGINT and NUMERIC to numbers; pg's global table is left alone. */
+export function numberTypes(pg: PgModule): InstanceType<PgModule["TypeOverrides"]> {
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(INT8_OID, "text", (v: string) => Number(v));
+  types.setTypeParser(NUMERIC_OID, "text", (v: string) => Number(v));
+  return types;
+}
+
+interface Queryable {
+  query<R extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+}
+
+/** Runs one statement; a statement without parameters goes as is (DDL may hold several). */
+function exec<R extends QueryResultRow>(
+  on: Queryable,
+  sql: string,
+  params?: SqlParams,
+): Promise<QueryResult<R>> {
+  if (params === undefined) return on.query<R>(sql);
+  const st = toPgStatement(sql, params);
+  return on.query<R>(st.text, st.values);
+}
+
+/** The Sql of one checked-out client inside an open transaction; a nested tx joins it. */
+function clientSql(client: PoolClient): Sql {
+  const q: Sql = {
+    engine: "postgres",
+    all: async <T>(sql: string, params?: SqlParams) => (await exec(client, sql, params)).rows as T[],
+    get: async <T>(sql: string, params?: SqlParams) =>
+      (await exec(client, sql, params)).rows[0] as T | undefined,
+    run: async (sql: string, params?: SqlParams): Promise<SqlRun> => ({
+      changes: (await exec(client, sql, params)).rowCount ?? 0,
+    }),
+    tx: (fn) => fn(q),
+  };
+  return q;
+}
+
+/** Runs fn in BEGIN ... COMMIT on one client; ROLLBACK when it throws, and a client that cannot roll back is discarded. */
+async function inTransaction<T>(pool: Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("BEGIN");
+    try {
+      const out = await fn(clientSql(client));
+      await client.query("COMMIT");
+      return out;
+    } catch (err) {
+      await client.query("ROLLBACK").catch((e: Error) => {
+        broken = e;
+      });
+      throw err;
+    }
+  } finally {
+    client.release(broken);
+  }
+}
+
+export interface PgSql extends Sql {
+  readonly engine: "postgres";
+  readonly pool: Pool;
+  /** Ends every connection of the pool. */
+  close(): Promise<void>;
+}
+
+/** The Sql over a pool the caller made (with numberTypes as its `types`). */
+export function pgSqlOf(pool: Pool): PgSql {
+  return {
+    engine: "postgres",
+    pool,
+    all: async <T>(sql: string, params?: SqlParams) => (await exec(pool, sql, params)).rows as T[],
+    get: async <T>(sql: string, params?: SqlParams) =>
+      (await exec(pool, sql, params)).rows[0] as T | undefined,
+    run: async (sql, params) => ({ changes: (await exec(pool, sql, params)).rowCount ?? 0 }),
+    tx: (fn) => inTransaction(pool, fn),
+    close: () => pool.end(),
+  };
+}
+
+/**
+ * Opens a pool on `config` (connectionString, password, ...) with this
+ * engine's number parsing. A pool error on an idle client (the server went
+ * away) is reported to `onError`, never thrown: the next query reconnects.
+ */
+export async function openPgSql(
+  config: PoolConfig,
+  onError: (err: Error) => void = () => {},
+): Promise<PgSql> {
+  const pg = await loadPg();
+  const pool = new pg.Pool({ max: 10, connectionTimeoutMillis: 5000, ...config, types: numberTypes(pg) });
+  pool.on("error", onError);
+  return pgSqlOf(pool);
+}
