@@ -2,8 +2,9 @@
 // lazily (loadPg) so a SQLite user never loads it. BIGINT and NUMERIC come
 // back as JS numbers (ms timestamps exceed 2^31, SUM and COUNT are NUMERIC
 // and BIGINT), set on this pool's own type table, never pg's global one.
-import type { Pool, PoolClient, PoolConfig, QueryResult, QueryResultRow } from "pg";
+import type { ClientConfig, Pool, PoolClient, QueryResult, QueryResultRow } from "pg";
 import { toPgStatement } from "./pg-placeholders.ts";
+import type { PgTarget } from "./pg-target.ts";
 import type { Sql, SqlParams, SqlRun } from "./sql.ts";
 
 export type PgModule = typeof import("pg");
@@ -97,17 +98,35 @@ export function pgSqlOf(pool: Pool): PgSql {
   };
 }
 
-/**
- * Opens a pool on `config` (connectionString, password, ...) with this
- * engine's number parsing. A pool error on an idle client (the server went
- * away) is reported to `onError`, never thrown: the next query reconnects.
- */
-export async function openPgSql(
-  config: PoolConfig,
-  onError: (err: Error) => void = () => {},
-): Promise<PgSql> {
+export interface PgSqlOptions {
+  target: PgTarget;
+  password?: string;
+  /** Connections in the pool (10). */
+  max?: number;
+  /** A pool error on an idle client (the server went away): reported, never thrown; the next query reconnects. */
+  onError?: (err: Error) => void;
+}
+
+/** Opens a pool on the target with this engine's number parsing; connects on the first query. */
+export async function openPgSql(o: PgSqlOptions): Promise<PgSql> {
   const pg = await loadPg();
-  const pool = new pg.Pool({ max: 10, connectionTimeoutMillis: 5000, ...config, types: numberTypes(pg) });
-  pool.on("error", onError);
+  const pool = new pg.Pool({
+    ...pgConnection(o.target, o.password),
+    max: o.max ?? 10,
+    types: numberTypes(pg),
+  });
+  pool.on("error", o.onError ?? (() => {}));
   return pgSqlOf(pool);
+}
+
+/** The connection settings of a target, for a pool or a single client (pg-notify.ts). */
+export function pgConnection(target: PgTarget, password?: string): ClientConfig {
+  return {
+    host: target.host,
+    port: target.port,
+    user: target.user,
+    database: target.database,
+    connectionTimeoutMillis: 5000,
+    ...(password === undefined ? {} : { password }),
+  };
 }
