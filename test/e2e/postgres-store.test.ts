@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../router-ext/db/open.ts";
 import { alertClaimKey, claimAlert, pruneAlertClaims } from "../../router-ext/store/alert-claims.ts";
 import { META_TABLE, MIGRATE_LOCK, migratePg, pgSchemaVersion } from "../../router-ext/store/pg-migrate.ts";
+import { openPgDatabase } from "../../router-ext/store/pg-open.ts";
 import { openPgSql, type PgSql } from "../../router-ext/store/pg-sql.ts";
 import { parsePgTarget } from "../../router-ext/store/pg-target.ts";
 import { leadTick, tryLeadTick } from "../../router-ext/store/replica-lead.ts";
@@ -166,5 +167,32 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
     expect(await claimAlert(a, alertClaimKey({ ...alert, state: "resolve" }), "a", 2000)).toBe(true);
     expect(await pruneAlertClaims(a, 1500)).toBe(1);
     expect(await a.get("SELECT COUNT(*) AS n FROM alert_claims")).toEqual({ n: 1 });
+  });
+
+  it("serve's opener: migrates with the password from the environment, and says what to fix without one", async () => {
+    const url = await server.createDatabase("opener");
+    const logs: string[] = [];
+    await expect(openPgDatabase(url, {}, (l) => logs.push(l))).rejects.toThrow(
+      /postgres:\/\/stallguard@127\.0\.0\.1:\d+\/opener: the server asks for a password: set STALLGUARD_PG_PASSWORD/,
+    );
+    await expect(openPgDatabase(url, { STALLGUARD_PG_PASSWORD: "wrong" }, () => {})).rejects.toThrow(
+      /password authentication failed/,
+    );
+    await expect(
+      openPgDatabase(
+        url.replace(/\/opener$/, "/nope"),
+        { STALLGUARD_PG_PASSWORD: server.password },
+        () => {},
+      ),
+    ).rejects.toThrow(/does not exist/);
+    const opened = await openPgDatabase(url, { STALLGUARD_PG_PASSWORD: server.password }, (l) =>
+      logs.push(l),
+    );
+    pools.push(opened.sql);
+    expect(opened.applied.length).toBeGreaterThan(10);
+    expect(await pgSchemaVersion(opened.sql)).toBe(Math.max(...opened.applied));
+    await expect(openPgDatabase(url.replace("stallguard@", "stallguard:pw@"), {}, () => {})).rejects.toThrow(
+      /holds a password/,
+    );
   });
 });
