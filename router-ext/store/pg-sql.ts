@@ -30,15 +30,34 @@ interface Queryable {
   query<R extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
 }
 
+/** node-postgres's words for a connection that broke or never came, which carry no code. */
+const CONNECTION_LOST =
+  /Connection terminated|timeout exceeded when trying to connect|connection error|not queryable|Connection ended/i;
+
+/**
+ * A lost connection as SQLSTATE 08006 (connection_failure), so the store's
+ * write queue and /progress treat it like any database that cannot take a
+ * write now (retry later) instead of a bug.
+ */
+export function withConnectionCode(err: unknown): unknown {
+  const e = err as Error & { code?: unknown };
+  if (e instanceof Error && e.code === undefined && CONNECTION_LOST.test(e.message)) e.code = "08006";
+  return err;
+}
+
 /** Runs one statement; a statement without parameters goes as is (DDL may hold several). */
-function exec<R extends QueryResultRow>(
+async function exec<R extends QueryResultRow>(
   on: Queryable,
   sql: string,
   params?: SqlParams,
 ): Promise<QueryResult<R>> {
-  if (params === undefined) return on.query<R>(sql);
-  const st = toPgStatement(sql, params);
-  return on.query<R>(st.text, st.values);
+  try {
+    if (params === undefined) return await on.query<R>(sql);
+    const st = toPgStatement(sql, params);
+    return await on.query<R>(st.text, st.values);
+  } catch (err) {
+    throw withConnectionCode(err);
+  }
 }
 
 /** The Sql of one checked-out client inside an open transaction; a nested tx joins it. */
@@ -58,13 +77,21 @@ function clientSql(client: PoolClient): Sql {
 
 /** Runs fn in BEGIN ... COMMIT on one client; ROLLBACK when it throws, and a client that cannot roll back is discarded. */
 async function inTransaction<T>(pool: Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = await pool.connect().catch((err: unknown) => {
+    throw withConnectionCode(err);
+  });
   let broken: Error | undefined;
+  // A checked-out client's connection error (the server went away mid-transaction)
+  // is ours to catch, else it is an uncaught 'error' event; the statement fails too.
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on("error", onError);
   try {
-    await client.query("BEGIN");
+    await exec(client, "BEGIN");
     try {
       const out = await fn(clientSql(client));
-      await client.query("COMMIT");
+      await exec(client, "COMMIT");
       return out;
     } catch (err) {
       await client.query("ROLLBACK").catch((e: Error) => {
@@ -73,6 +100,7 @@ async function inTransaction<T>(pool: Pool, fn: (q: Sql) => Promise<T>): Promise
       throw err;
     }
   } finally {
+    client.removeListener("error", onError);
     client.release(broken);
   }
 }

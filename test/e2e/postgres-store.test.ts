@@ -195,4 +195,36 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
       /holds a password/,
     );
   });
+
+  // Last: it stops the server. The codes are those the store's write queue reads as "retry later".
+  it("a server that goes away: every failure carries a code meaning unavailable, and the pool recovers", async () => {
+    const sql = await open(server.url);
+    const unavailable = (err: unknown) => {
+      const code = String((err as { code?: unknown }).code);
+      return code.startsWith("08") || ["57P01", "57P03", "ECONNREFUSED", "ECONNRESET"].includes(code);
+    };
+    const codeOf = (p: Promise<unknown>) =>
+      p.then(
+        () => "no error",
+        (err: unknown) => (unavailable(err) ? "unavailable" : String(err)),
+      );
+    let inTx: Promise<string> = Promise.resolve("");
+    const opened = new Promise<void>((ready) => {
+      inTx = codeOf(
+        sql.tx(async (q) => {
+          await q.get("SELECT 1");
+          ready();
+          await new Promise((r) => setTimeout(r, 1500));
+          await q.get("SELECT 2");
+        }),
+      );
+    });
+    await opened;
+    server.stopServer();
+    expect(await inTx).toBe("unavailable");
+    expect(await codeOf(sql.get("SELECT 1"))).toBe("unavailable");
+    expect(await codeOf(sql.tx((q) => q.get("SELECT 1")))).toBe("unavailable");
+    server.startServer();
+    expect(await sql.get("SELECT 3 AS n")).toEqual({ n: 3 });
+  });
 });
