@@ -27,3 +27,14 @@ export async function leadTick<T>(
     (await tryLeadTick(q)) ? { ran: true as const, value: await fn(q) } : { ran: false as const },
   );
 }
+
+/**
+ * Whether a tick is due: none stored yet, or the last one is at least half an
+ * interval old (replicas' timers drift apart; half keeps one tick an interval).
+ * @example
+ * tickDue(null, 1000, 60_000) // true
+ * tickDue(990_000, 1_000_000, 60_000) // false: 10 s ago, under 30 s
+ */
+export function tickDue(lastAt: number | null, now: number, everyMs: number): boolean {
+  return lastAt === null || now - lastAt >= everyMs / 2;
+}
