@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import Database from "better-sqlite3";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
-import { outcomes, prepare } from "../router-ext/calibrate/sweep.ts";
+import { prepare, tallies } from "../router-ext/calibrate/sweep.ts";
 import { replay } from "../shared/index.ts";
 import { syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
 import { arg, defaultPolicy, fmt, gc, medianOf, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
@@ -115,7 +115,7 @@ try {
     gc();
     time(
       "judge",
-      timeMs(() => outcomes(prepared as unknown as ReturnType<typeof prepare>, policy, policy.thresholds)),
+      timeMs(() => tallies(prepared as unknown as ReturnType<typeof prepare>, policy, policy.thresholds)),
     );
     prepared = null;
     loaded = [];

@@ -20,9 +20,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { openDatabase } from "../router-ext/db/open.ts";
-import { Store } from "../router-ext/db/store.ts";
-import type { RequestRecord } from "../router-ext/gate/store.ts";
+import type { RequestRecord } from "../router-ext/gate/types.ts";
+import { openSqliteStore } from "../router-ext/store/sqlite-store.ts";
 import { startServe } from "./serve-child.ts";
 
 interface AcResult {
@@ -214,14 +213,14 @@ async function firstBytes(targets: Target[]) {
 }
 
 /**
- * The decision alone, in this process: a Store on a fresh SQLite file with
+ * The decision alone, in this process: a store on a fresh SQLite file with
  * 10,000 sessions in 1,000 trees (100 of them stopped) answering from memory;
  * then decide and record as a busy gate does (50 sessions at work, a batch
  * written every 50 requests), the batch writes included.
  */
-function decisionCost(): string {
+async function decisionCost(): Promise<string> {
   const dbDir = mkdtempSync(join(tmpdir(), "sg-bench-decide-"));
-  const store = new Store(openDatabase(join(dbDir, "d.db")));
+  const store = await openSqliteStore(join(dbDir, "d.db"));
   try {
     const who = (i: number) => ({
       sessionId: `ses_${i}`,
@@ -230,8 +229,9 @@ function decisionCost(): string {
       pluginVersion: "0.1.0",
     });
     for (let i = 0; i < 10_000; i++) store.decide(who(i));
-    store.flush();
-    for (let t = 0; t < 1000; t += 10) store.setRefusal("tree", `ses_${t * 10}`, "stopped", "bench", 1, null);
+    await store.flush();
+    for (let t = 0; t < 1000; t += 10)
+      await store.setRefusal("tree", `ses_${t * 10}`, "stopped", "bench", 1, null);
     const n = 200_000;
     let refused = 0;
     const t0 = performance.now();
@@ -242,16 +242,16 @@ function decisionCost(): string {
     for (let i = 0; i < m; i++) {
       const id = who(5000 + (i % 50));
       store.recordRequest(benchRecord(id.sessionId, store.decide(id).refused, i));
-      if (i % 50 === 49) store.flush();
+      if (i % 50 === 49) await store.flush();
     }
-    store.flush();
+    await store.flush();
     const busyUs = ((performance.now() - t1) * 1000) / m;
     return (
       `decision from memory ${peekUs.toFixed(2)} us (10,000 sessions, ${refused} of ${n} refused); ` +
       `decide + record + its share of the batch write ${busyUs.toFixed(1)} us (50 sessions at work)`
     );
   } finally {
-    store.close();
+    await store.close();
     rmSync(dbDir, { recursive: true, force: true });
   }
 }
@@ -316,7 +316,7 @@ try {
   const figures = await throughput(targets);
   const first = await firstBytes(targets);
   console.log(`\ngate overhead histogram: ${await gateOverhead(serve.url)}`);
-  console.log(`in-process: ${decisionCost()}`);
+  console.log(`in-process: ${await decisionCost()}`);
 
   const f = (k: string, t: string) => figures[k]?.[t] as Figures;
   console.log("\ntargets (issue 22):");

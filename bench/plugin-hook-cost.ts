@@ -1,13 +1,15 @@
 // The plugin's in-process cost per tool call: tool.execute.after plus the
 // (deduplicated) message.part.updated event for the same call, through the
-// sensor and the judge, against a bare sha256 of the arguments; and the
-// memory a session holds after 10k events. Each call carries a realistic
+// hooks as opencode calls them (event mapping, guard), the sensor and the
+// judge, against a bare sha256 of the arguments; and the memory a session
+// holds after 10k events. Each call carries a realistic
 // answer (a file slice, grep hits, test output), so the figure includes the
 // outcome hash (masking plus sha256 of the answer); the same calls with empty
 // answers are timed beside it.
 //
 //   node --expose-gc --import tsx bench/plugin-hook-cost.ts [--calls N] [--sessions N]
 import { createHash } from "node:crypto";
+import { hooksOf } from "../plugin/_test-hooks.ts";
 import { Stallguard } from "../plugin/runtime.ts";
 import { loadSettings } from "../plugin/settings.ts";
 import { arg } from "./core-stats.ts";
@@ -117,11 +119,12 @@ function makeGuard(maxSessions = 500): Stallguard {
 let seq = 0;
 function feed(sg: Stallguard, sessionId: string, call: Call, time: number): void {
   const callID = `call_${++seq}`;
-  sg.toolAfter(
+  const hooks = hooksOf(sg);
+  void hooks.toolAfter(
     { tool: call.tool, sessionID: sessionId, callID, args: call.args },
     { title: "", output: call.output, metadata: call.metadata },
   );
-  sg.event({
+  void hooks.event({
     type: "message.part.updated",
     properties: {
       part: {
@@ -161,7 +164,7 @@ async function hookCost(withAnswers: boolean) {
     const call = calls[i] as Call;
     if (i % 3 === 0) {
       const h0 = process.hrtime.bigint();
-      await sg.headers({ sessionID: "ses_bench", agent: "build", model: { id: "m" } }, out);
+      await hooksOf(sg).headers({ sessionID: "ses_bench", agent: "build", model: { id: "m" } }, out);
       headers.push(Number(process.hrtime.bigint() - h0));
     }
     const t0 = process.hrtime.bigint();
@@ -192,7 +195,7 @@ async function memoryPerSession() {
   const before = heap();
   for (let s = 0; s < SESSIONS; s++) {
     for (let i = 0; i < EVENTS; i++) {
-      if (i % 3 === 0) await sg.headers({ sessionID: `ses_m${s}`, agent: "build" }, { headers: {} });
+      if (i % 3 === 0) await hooksOf(sg).headers({ sessionID: `ses_m${s}`, agent: "build" }, { headers: {} });
       feed(sg, `ses_m${s}`, makeCall(i * 7 + s), i);
     }
   }

@@ -4,11 +4,13 @@
 // the probe has finished, and its own time is printed beside the probe's.
 //
 //   npx tsx bench/worktree-probe.ts [--files 10000] [--calls 40]
+
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { hooksOf } from "../plugin/_test-hooks.ts";
 import { Stallguard } from "../plugin/runtime.ts";
 import { loadSettings } from "../plugin/settings.ts";
 import { type GitRunner, WorktreeProbe } from "../plugin/worktree-probe.ts";
@@ -111,10 +113,14 @@ try {
     const file = `src/pkg${(i * 7 + 700) % 100}/mod${(i + WARM) % (FILES / 100)}.py`;
     const command = `sed -i 's/value = [0-9]*/value = ${2000 + i}/' ${file}`;
     const input = { tool: "bash", sessionID: "ses_p", callID: `c${i}`, args: { command } };
-    await sg.toolBefore(input, { args: input.args });
+    await hooksOf(sg).toolBefore(input, { args: input.args });
     execFileSync("sh", ["-c", command], { cwd: dir });
     const t0 = nowNs();
-    sg.toolAfter(input, { title: command, output: "", metadata: { exit: 0, output: "", truncated: false } });
+    hooksOf(sg).toolAfter(input, {
+      title: command,
+      output: "",
+      metadata: { exit: 0, output: "", truncated: false },
+    });
     const t1 = nowNs();
     const pending = sg.stats().waiting > 0;
     await sg.settled();
@@ -160,9 +166,9 @@ try {
   for (let i = 0; i < 3000; i++) {
     const command = `sed -i 's/value = [0-9]*/value = ${i}/' src/pkg${i % 100}/mod${i % 100}.py`;
     const input = { tool: "bash", sessionID: "ses_w", callID: `w${i}`, args: { command } };
-    await warm.toolBefore(input, { args: input.args });
+    await hooksOf(warm).toolBefore(input, { args: input.args });
     const t0 = nowNs();
-    warm.toolAfter(input, {
+    hooksOf(warm).toolAfter(input, {
       title: command,
       output: "",
       metadata: { exit: 0, output: "", truncated: false },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { configSchema, policyFromConfig } from "../shared/index.ts";
-import { CallDedupe, callFromHook, callFromPart, toolPartHead } from "./call-intake.ts";
+import { CallDedupe, callFromHook, callFromPart } from "./call-intake.ts";
 
 const policy = policyFromConfig(configSchema.parse({}));
 const ctx = { parentId: null, agent: "build", time: 5, directory: "/w", testPatterns: policy.testPatterns };
@@ -47,25 +47,6 @@ describe("CallDedupe", () => {
       d.fromPart(`p${i}`, "s", `e${i}`, "error");
     }
     expect(d.size).toBeLessThanOrEqual(200);
-  });
-});
-
-describe("toolPartHead", () => {
-  it.each([
-    [{ type: "tool", id: "prt", sessionID: "s", callID: "c", state: { status: "error" } }, "error"],
-    [{ type: "tool", id: "prt", sessionID: "s", callID: "c", state: { status: "completed" } }, "completed"],
-  ])("finished parts: %o", (part, status) => {
-    expect(toolPartHead(part)).toEqual({ partId: "prt", sessionId: "s", callId: "c", status });
-  });
-  it.each([
-    { type: "tool", sessionID: "s", callID: "c", state: { status: "running" } },
-    { type: "tool", sessionID: "s", callID: "c", state: { status: "pending" } },
-    { type: "text", sessionID: "s", text: "x" },
-    { type: "tool", callID: "c", state: { status: "error" } },
-    null,
-    "x",
-  ])("ignores %o", (part) => {
-    expect(toolPartHead(part)).toBeNull();
   });
 });
 

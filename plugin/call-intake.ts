@@ -56,20 +56,6 @@ export class CallDedupe {
   }
 }
 
-/** What a finished tool part looks like to the dedupe, without touching its contents. */
-export function toolPartHead(
-  part: unknown,
-): { partId: string | undefined; sessionId: string; callId: string; status: "completed" | "error" } | null {
-  const p = obj(part);
-  if (p.type !== "tool") return null;
-  const status = obj(p.state).status;
-  if (status !== "completed" && status !== "error") return null;
-  const sessionId = text(p.sessionID);
-  const callId = text(p.callID) ?? text(p.id);
-  if (!sessionId || !callId) return null;
-  return { partId: text(p.id), sessionId, callId, status };
-}
-
 export type SensorContext = Omit<CallContext, "sessionId">;
 
 /** tool.execute.after -> ToolCall. */

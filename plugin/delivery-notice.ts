@@ -4,7 +4,7 @@
 // restart of a second says nothing), and again only after a delivery in
 // between. The reports themselves stay queued (reporter.ts). DeliveryNotice
 // decides (the clock comes in with each call); DeliveryWatch says it.
-import { describeUrlSource } from "../router-ext/server/router-link.ts";
+import { describeUrlSource } from "../io/router-link.ts";
 import type { OpencodeUi } from "./opencode-ui.ts";
 import type { Delivery } from "./reporter.ts";
 import type { Settings } from "./settings.ts";

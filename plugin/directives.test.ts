@@ -5,11 +5,11 @@ import {
   clientOps,
   DirectiveRunner,
   type ModelRef,
-  modelFromInput,
   type OpencodeOps,
   PendingReports,
   runDirective,
 } from "./directives.ts";
+import { modelFromInput } from "./events.ts";
 
 function fakeOps(opts: { model?: boolean; failSummarize?: boolean } = {}) {
   const calls: string[] = [];

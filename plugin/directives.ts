@@ -250,18 +250,6 @@ export class DirectiveRunner {
   }
 }
 
-/** The model a chat.headers / chat.params input names: message.model first, then model + provider. */
-export function modelFromInput(input: unknown): ModelRef | null {
-  const i = obj(input);
-  const m = obj(obj(i.message).model);
-  const fromMsg = { providerID: text(m.providerID), modelID: text(m.modelID) };
-  if (fromMsg.providerID && fromMsg.modelID) return fromMsg as ModelRef;
-  const model = obj(i.model);
-  const providerID = text(model.providerID) ?? text(obj(obj(i.provider).info).id) ?? text(i.provider);
-  const modelID = text(model.id) ?? text(i.model);
-  return providerID && modelID ? { providerID, modelID } : null;
-}
-
 /** The opencode SDK client surface the ops use (all optional: a missing one fails the directive). */
 export interface OpsClient {
   session?: {

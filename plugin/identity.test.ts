@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { IdentityCache, identityHeaders, sessionInfoOf } from "./identity.ts";
+import { IdentityCache, identityHeaders } from "./identity.ts";
 
 describe("identityHeaders", () => {
   it.each([
@@ -40,24 +40,6 @@ describe("identityHeaders", () => {
       version: "v",
     });
     expect(h["X-Router-Agent"]).toMatch(/^[a-z0-9_-]{1,64}$/);
-  });
-});
-
-describe("sessionInfoOf", () => {
-  it("reads id, parentID and agent from an event's info", () => {
-    expect(sessionInfoOf({ info: { id: "ses_c", parentID: "ses_p", agent: "explore" } })).toEqual({
-      id: "ses_c",
-      parentId: "ses_p",
-      agent: "explore",
-    });
-    expect(sessionInfoOf({ info: { id: "ses_r" } })).toEqual({
-      id: "ses_r",
-      parentId: null,
-      agent: undefined,
-    });
-  });
-  it.each([undefined, null, 3, {}, { info: null }, { info: { id: 5 } }])("ignores %o", (p) => {
-    expect(sessionInfoOf(p)).toBeNull();
   });
 });
 

@@ -4,7 +4,7 @@
 // is looked up once through the opencode client, and a slow lookup never
 // holds a request up for more than a short budget.
 
-import { BoundedMap, obj, slugAgent, text } from "../shared/index.ts";
+import { BoundedMap, slugAgent } from "../shared/index.ts";
 
 export interface IdentityHeadersInput {
   sessionId: string;
@@ -35,16 +35,6 @@ export function reportHeaders(r: { instanceId: string; url: string; state: strin
     "X-Stallguard-Report-To": r.url,
     "X-Stallguard-Report-State": r.state,
   };
-}
-
-/** A session's id and parent from a session.created / session.updated event's info; null if none. */
-export function sessionInfoOf(
-  properties: unknown,
-): { id: string; parentId: string | null; agent: string | undefined } | null {
-  const info = obj(obj(properties).info);
-  const id = text(info.id);
-  if (!id) return null;
-  return { id, parentId: text(info.parentID) ?? null, agent: text(info.agent) };
 }
 
 /** Resolves a session's parent id (null: a root session); throws or rejects when unknown. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { hooksOf } from "./_test-hooks.ts";
 import { manualTimer } from "./_test-timer.ts";
 import { ObservationQueue } from "./observation-queue.ts";
 import { type ProbeLike, Stallguard } from "./runtime.ts";
@@ -107,12 +108,12 @@ describe("Stallguard behind a slow probe", () => {
     return { sg, t };
   }
   const bash = (sg: Stallguard, id: string, command: string) =>
-    sg.toolAfter(
+    hooksOf(sg).toolAfter(
       { tool: "bash", sessionID: "ses_1", callID: id, args: { command } },
       { title: "", output: "", metadata: { exit: 0, output: "", truncated: false } },
     );
   const turn = (sg: Stallguard) =>
-    sg.headers({ sessionID: "ses_1", agent: "build", model: { id: "m" } }, { headers: {} });
+    hooksOf(sg).headers({ sessionID: "ses_1", agent: "build", model: { id: "m" } }, { headers: {} });
 
   it("tool.execute.after returns at once; the call and everything after it are judged when the probe answers", async () => {
     const answer = deferred<TreeAnswer | null>();
@@ -120,7 +121,7 @@ describe("Stallguard behind a slow probe", () => {
     await turn(sg);
     bash(sg, "c1", "sh bump.sh 2");
     await turn(sg);
-    sg.toolAfter(
+    hooksOf(sg).toolAfter(
       { tool: "read", sessionID: "ses_1", callID: "c2", args: { filePath: "/repo/a.py" } },
       { title: "", output: "x", metadata: {} },
     );

@@ -1,7 +1,7 @@
 // The opencode plugin: settings from the shared config layers, the one
 // stateful Stallguard object, and the hooks that feed it.
 import type { Plugin } from "@opencode-ai/plugin";
-import { createHooks } from "./hooks.ts";
+import { createHooks } from "./hooks/create-hooks.ts";
 import { type ClientLike, Stallguard } from "./runtime.ts";
 import { loadSettings, type Settings } from "./settings.ts";
 import { WorktreeProbe } from "./worktree-probe.ts";

@@ -2,24 +2,12 @@
 // bash call that may write, the edit tools that change files themselves) and
 // the answer a bash call's observation waits for. Without a probe every
 // method is a no-op and bash writes are judged from the command alone.
-import { changesFiles, obj, text, toolKind } from "../shared/index.ts";
+import { changesFiles } from "../shared/index.ts";
+import type { BashCommand, ToolStarting } from "./events.ts";
 import type { TreeAnswer, WorktreeProbe } from "./worktree-probe.ts";
 
 /** What the plugin asks of the work-tree probe (worktree-probe.ts). */
 export type ProbeLike = Pick<WorktreeProbe, "refresh" | "started" | "ended" | "before" | "after" | "close">;
-
-/** A bash call's ids and command, from tool.execute.before/after shapes; null for other tools. */
-export function bashCommandOf(
-  input: unknown,
-  args: unknown,
-): { sessionId: string; callId: string; command: string } | null {
-  const i = obj(input);
-  if (toolKind(text(i.tool) ?? "") !== "bash") return null;
-  const sessionId = text(i.sessionID);
-  const callId = text(i.callID);
-  const command = text(obj(args).command);
-  return sessionId && callId && command ? { sessionId, callId, command } : null;
-}
 
 export class ProbeHooks {
   constructor(
@@ -40,16 +28,14 @@ export class ProbeHooks {
    * fingerprint is taken before it runs); false when the caller's own
    * before-write hashing still applies.
    */
-  async before(input: unknown, args: unknown): Promise<boolean> {
+  async before(call: ToolStarting): Promise<boolean> {
     if (!this.probe) return false;
-    const bash = bashCommandOf(input, args);
+    const { sessionId, callId, bash } = call;
     if (bash) {
-      await this.probe.before(bash.sessionId, bash.callId, bash.command, text(obj(args).workdir));
+      await this.probe.before(sessionId, callId, bash.command, bash.workdir);
       return true;
     }
-    const i = obj(input);
-    const [sessionId, callId] = [text(i.sessionID), text(i.callID)];
-    if (sessionId && callId && changesFiles(text(i.tool) ?? "")) this.probe.started(sessionId, callId);
+    if (changesFiles(call.tool)) this.probe.started(sessionId, callId);
     return false;
   }
 
@@ -66,12 +52,10 @@ export class ProbeHooks {
   }
 
   /** The probe's pending answer for a bash call that may write; null when there is none to wait for. */
-  after(input: unknown, args: unknown): Promise<TreeAnswer | null> | null {
-    if (!this.probe) return null;
-    const bash = bashCommandOf(input, args);
-    if (!bash) return null;
+  after(sessionId: string, callId: string, bash: BashCommand | null): Promise<TreeAnswer | null> | null {
+    if (!this.probe || !bash) return null;
     try {
-      return this.probe.after(bash.sessionId, bash.callId, bash.command, text(obj(args).workdir));
+      return this.probe.after(sessionId, callId, bash.command, bash.workdir);
     } catch (err) {
       this.onError(err);
       return null;

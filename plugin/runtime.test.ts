@@ -1,10 +1,12 @@
 // The Stallguard object fed the exact hook and event shapes opencode 1.18.33
 // produces (see opencode-reference.md), with a real receiver behind the queue.
+
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Transition } from "../shared/index.ts";
+import { hooksOf } from "./_test-hooks.ts";
 import { type Receiver, startReceiver } from "./_test-receiver.ts";
 import { type ClientLike, Stallguard } from "./runtime.ts";
 import { loadSettings } from "./settings.ts";
@@ -53,14 +55,17 @@ let seq = 0;
 async function step(s: Stallguard, sessionId: string, agent: string): Promise<Record<string, string>> {
   clock += 1000;
   const out = { headers: {} as Record<string, string> };
-  await s.headers({ sessionID: sessionId, agent, model: { id: "loop" }, provider: {}, message: {} }, out);
+  await hooksOf(s).headers(
+    { sessionID: sessionId, agent, model: { id: "loop" }, provider: {}, message: {} },
+    out,
+  );
   return out.headers;
 }
 function hookCall(s: Stallguard, sessionId: string, tool: string, args: unknown, metadata: unknown) {
   const callID = `call_${++seq}`;
-  s.toolAfter({ tool, sessionID: sessionId, callID, args }, { title: "", output: "", metadata });
+  hooksOf(s).toolAfter({ tool, sessionID: sessionId, callID, args }, { title: "", output: "", metadata });
   // opencode then publishes the completed part: it must not be counted again.
-  s.event({
+  hooksOf(s).event({
     type: "message.part.updated",
     properties: {
       part: {
@@ -84,12 +89,12 @@ function failedPart(s: Stallguard, sessionId: string, tool: string, args: unknow
     sessionID: sessionId,
     state: { status: "error", input: args, error: "File not found", time: { start: clock, end: clock } },
   };
-  s.event({
+  hooksOf(s).event({
     type: "message.part.updated",
     properties: { part: { ...part, state: { status: "running", input: args } } },
   });
-  s.event({ type: "message.part.updated", properties: { part } });
-  s.event({ type: "message.part.updated", properties: { part } });
+  hooksOf(s).event({ type: "message.part.updated", properties: { part } });
+  hooksOf(s).event({ type: "message.part.updated", properties: { part } });
 }
 const transitions = (id: string) =>
   rx.messages.filter((m): m is Transition => m.type === "transition" && m.session_id === id);
@@ -144,7 +149,10 @@ describe("Stallguard when its reports do not reach the router", () => {
 describe("Stallguard", () => {
   it("sets the identity headers, with the parent from session.created", async () => {
     const s = make();
-    s.event({ type: "session.created", properties: { info: { id: "ses_child", parentID: "ses_root" } } });
+    hooksOf(s).event({
+      type: "session.created",
+      properties: { info: { id: "ses_child", parentID: "ses_root" } },
+    });
     expect(await step(s, "ses_child", "Explore")).toEqual({
       "X-Router-Conversation": "ses_child",
       "X-Router-Agent": "explore",
@@ -207,9 +215,12 @@ describe("Stallguard", () => {
     const write = async (content: string) => {
       const callID = `call_${++seq}`;
       const args = { filePath: file, content };
-      await s.toolBefore({ tool: "write", sessionID: "ses_wr", callID }, { args });
+      await hooksOf(s).toolBefore({ tool: "write", sessionID: "ses_wr", callID }, { args });
       writeFileSync(file, content);
-      s.toolAfter({ tool: "write", sessionID: "ses_wr", callID, args }, { metadata: { exists: true } });
+      hooksOf(s).toolAfter(
+        { tool: "write", sessionID: "ses_wr", callID, args },
+        { metadata: { exists: true } },
+      );
     };
     await step(s, "ses_wr", "build");
     await write("same\n");
@@ -236,12 +247,18 @@ describe("Stallguard", () => {
         hookCall(s, "ses_orch", "read", { filePath: join(dir, "plan.md") }, {});
         const child = `ses_kid${i}`;
         if (linkParent)
-          s.event({ type: "session.created", properties: { info: { id: child, parentID: "ses_orch" } } });
+          hooksOf(s).event({
+            type: "session.created",
+            properties: { info: { id: child, parentID: "ses_orch" } },
+          });
         await step(s, child, "general");
         const callID = `call_${++seq}`;
         const args = { filePath: join(dir, `kid${i}.txt`), content: `${i}` };
-        await s.toolBefore({ tool: "write", sessionID: child, callID }, { args });
-        s.toolAfter({ tool: "write", sessionID: child, callID, args }, { metadata: { exists: false } });
+        await hooksOf(s).toolBefore({ tool: "write", sessionID: child, callID }, { args });
+        hooksOf(s).toolAfter(
+          { tool: "write", sessionID: child, callID, args },
+          { metadata: { exists: false } },
+        );
       }
       const verdict = s.forest.get("ses_orch")?.lastVerdict.verdict;
       await s.dispose();
@@ -256,11 +273,11 @@ describe("Stallguard", () => {
     const s = make();
     await step(s, "ses_i", "title");
     await step(s, "ses_i", "build");
-    s.chatMessage(
+    hooksOf(s).chatMessage(
       { sessionID: "ses_i" },
       { message: { id: "msg_u1" }, parts: [{ type: "text", text: "go" }] },
     );
-    s.chatMessage(
+    hooksOf(s).chatMessage(
       { sessionID: "ses_i" },
       {
         message: { id: "msg_u2" },
@@ -270,7 +287,7 @@ describe("Stallguard", () => {
     // opencode's own resume turn after a compaction (only a synthetic part live) is no nudge and no
     // person (the stored adapter agrees), whether or not chat.message saw its message.
     for (const messageID of ["msg_c", "msg_u2"])
-      s.event({
+      hooksOf(s).event({
         type: "message.part.updated",
         properties: {
           part: {
@@ -298,8 +315,8 @@ describe("Stallguard", () => {
       tokens: { input: 10 },
       time: { completed: clock },
     };
-    s.event({ type: "message.updated", properties: { info } });
-    s.event({ type: "message.updated", properties: { info } });
+    hooksOf(s).event({ type: "message.updated", properties: { info } });
+    hooksOf(s).event({ type: "message.updated", properties: { info } });
     expect(s.forest.get("ses_u")?.signals().usdSinceLanded).toBeCloseTo(0.25);
   });
 
@@ -318,7 +335,7 @@ describe("Stallguard", () => {
 
   it("heartbeat: the session's current figures and what opencode shows of it (title, folder, start)", async () => {
     const s = make({ env: {} });
-    s.event({
+    hooksOf(s).event({
       type: "session.created",
       properties: {
         info: {
@@ -330,7 +347,7 @@ describe("Stallguard", () => {
       },
     });
     // session.updated without a title keeps the one known.
-    s.event({ type: "session.updated", properties: { info: { id: "ses_f", agent: "build" } } });
+    hooksOf(s).event({ type: "session.updated", properties: { info: { id: "ses_f", agent: "build" } } });
     await step(s, "ses_f", "build");
     hookCall(s, "ses_f", "edit", { filePath: `${dir}/a.js` }, { diff: "--- a\n+++ b\n@@\n-x\n+y\n" });
     for (let i = 0; i < 30; i++) {
@@ -361,7 +378,10 @@ describe("Stallguard", () => {
     });
     sg = new Stallguard({ settings, directory: dir, now: () => clock });
     for (let i = 0; i < 500; i++) {
-      sg.event({ type: "session.created", properties: { info: { id: `ses_${i}`, parentID: "ses_root" } } });
+      hooksOf(sg).event({
+        type: "session.created",
+        properties: { info: { id: `ses_${i}`, parentID: "ses_root" } },
+      });
       await step(sg, `ses_${i}`, "build");
       hookCall(sg, `ses_${i}`, "read", { filePath: "/x" }, {});
     }

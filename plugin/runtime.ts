@@ -1,35 +1,32 @@
-// The plugin's one stateful object: it takes what the hooks hand it, turns it
-// into the core's observations, runs the core's judge (SessionForest, with
-// children rolled up into their root) and acts on verdict transitions only:
-// a /progress report through the queue and, for stalling or looping, a toast.
-// Nothing here awaits the network on the tool path. A bash call that may write
-// waits for its work-tree probe off the tool path; the observations after it
-// queue behind it, so the judge sees them in the order replay does.
+// The plugin's one stateful object: it takes the typed values the hooks map
+// from opencode's shapes (plugin/events.ts), turns them into the core's
+// observations for the verdict flow (verdict-flow.ts: judge, report, toast),
+// and keeps what the plugin knows between hooks: who each session is, the
+// calls already counted, the work-tree probe, the heartbeat. Nothing here
+// awaits the network on the tool path; a bash call that may write waits for
+// its work-tree probe off the tool path.
 
-import {
-  incidentReport,
-  isCompleteHook,
-  type Observation,
-  obj,
-  parseToolHook,
-  SessionForest,
-  text,
-  toolHookCall,
-  toTransition,
-  type VerdictChange,
-} from "../shared/index.ts";
-import { CallDedupe, callFromPart, toolPartHead } from "./call-intake.ts";
+import { obj, SessionForest, text, toolHookCall, type VerdictChange } from "../shared/index.ts";
+import { CallDedupe, callFromPart } from "./call-intake.ts";
 import { DeliveryWatch } from "./delivery-notice.ts";
+import type {
+  LlmRequest,
+  PluginEvent,
+  ToolFinished,
+  ToolPartHead,
+  ToolStarting,
+  UserTurn,
+} from "./events.ts";
 import { heartbeatSessions } from "./heartbeat.ts";
-import { IdentityCache, identityHeaders, reportHeaders, sessionInfoOf } from "./identity.ts";
-import { ObservationQueue, type Timer } from "./observation-queue.ts";
+import { IdentityCache, identityHeaders, reportHeaders } from "./identity.ts";
+import type { Timer } from "./observation-queue.ts";
 import { type ClientLike, OpencodeUi } from "./opencode-ui.ts";
 import { ProbeHooks, type ProbeLike } from "./probe-hooks.ts";
 import { type FetchLike, Reporter } from "./reporter.ts";
 import { SessionInfos } from "./session-info.ts";
 import type { Settings } from "./settings.ts";
-import { type Toast, toastFor } from "./toast.ts";
-import { requestKind, usageOf, userTurnOf } from "./turns.ts";
+import type { Toast } from "./toast.ts";
+import { VerdictFlow } from "./verdict-flow.ts";
 import { PLUGIN_VERSION } from "./version.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
 
@@ -82,7 +79,7 @@ export class Stallguard {
   private readonly dedupe: CallDedupe;
   private readonly writes: WriteProbe;
   private readonly probes: ProbeHooks;
-  private readonly queue: ObservationQueue;
+  private readonly flow: VerdictFlow;
   private readonly ui: OpencodeUi;
   private readonly delivery: DeliveryWatch;
   private readonly now: () => number;
@@ -90,9 +87,7 @@ export class Stallguard {
   private readonly instanceId: string;
   private readonly directory: string | null;
   private timer: ReturnType<typeof setInterval> | null = null;
-  private readonly counts = { calls: 0, turns: 0, transitions: 0, toasts: 0 };
-  /** Every transition, newest last (bounded), for tests and the bench. */
-  readonly transitions: VerdictChange[] = [];
+  private readonly counts = { calls: 0, turns: 0, toasts: 0 };
 
   constructor(private readonly deps: StallguardDeps) {
     const s = deps.settings;
@@ -102,22 +97,12 @@ export class Stallguard {
     this.instanceId = deps.instanceId ?? `sg_${Math.random().toString(36).slice(2, 12)}${Date.now()}`;
     this.directory = deps.directory ?? null;
     this.forest = new SessionForest(s.policy, { maxSessions: s.maxSessions });
-    const lookup = deps.client?.session?.get;
     this.identity = new IdentityCache({
       capacity: s.maxSessions * 4,
       now: this.now,
       lookupBudgetMs: deps.lookupBudgetMs ?? 250,
       onParent: (id, parent) => this.forest.setParent(id, parent),
-      ...(lookup
-        ? {
-            lookup: async (id: string) => {
-              const res = obj(await lookup.call(deps.client?.session, { path: { id } }));
-              const data = obj(res.data);
-              if (text(data.id) !== id) throw new Error("session lookup failed");
-              return text(data.parentID) ?? null;
-            },
-          }
-        : {}),
+      ...parentLookup(deps.client),
     });
     this.delivery = new DeliveryWatch({
       graceMs: deps.noticeGraceMs,
@@ -141,11 +126,20 @@ export class Stallguard {
     this.dedupe = new CallDedupe(Math.max(1024, s.maxSessions * 8));
     this.writes = new WriteProbe(this.directory, 1024, deps.hashFile ?? hashFile);
     this.probes = new ProbeHooks(deps.probe ?? null, (err) => this.log("error", "probe_failed", String(err)));
-    this.queue = new ObservationQueue({
-      waitMs: deps.probeWaitMs ?? 2500,
-      ...(deps.timer ? { timer: deps.timer } : {}),
+    this.flow = new VerdictFlow({
+      forest: this.forest,
+      reporter: this.reporter,
+      toast: (t) => this.showToast(t),
       onError: (err) => this.log("error", "observe_failed", String(err)),
+      version: this.version,
+      probeWaitMs: deps.probeWaitMs ?? 2500,
+      ...(deps.timer ? { timer: deps.timer } : {}),
     });
+  }
+
+  /** Every transition, newest last (bounded), for tests and the bench. */
+  get transitions(): readonly VerdictChange[] {
+    return this.flow.transitions;
   }
 
   /** Starts the heartbeat (one now, then every settings.heartbeatMs). */
@@ -168,7 +162,7 @@ export class Stallguard {
     this.timer = null;
     // Verdicts still waiting for a probe are judged (bounded by the queue's wait), then sent.
     this.probes.close();
-    await this.queue.drained();
+    await this.flow.settled();
     let cut: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       this.reporter.flush(),
@@ -185,23 +179,25 @@ export class Stallguard {
       sessions: this.forest.size,
       identities: this.identity.size,
       ...this.counts,
+      transitions: this.flow.count,
       queued: this.reporter.pending,
-      waiting: this.queue.length,
+      waiting: this.flow.waiting,
     };
   }
 
-  // -------------------------------------------------------------------------
-  // Hook entry points.
+  /** The continuation markers a user turn is checked against (chat.message's mapping). */
+  get continuationMarkers(): readonly string[] {
+    return this.deps.settings.policy.continuationMarkers;
+  }
 
-  /** chat.headers: identity headers on every LLM request, and one turn per agent step. */
-  async headers(input: unknown, output: unknown): Promise<void> {
-    const i = obj(input);
-    const sessionId = text(i.sessionID);
-    const headers = obj(output).headers;
-    if (!sessionId || typeof headers !== "object" || headers === null) return;
-    const kind = requestKind(i.agent);
-    if (kind === "turn") this.identity.setAgent(sessionId, text(i.agent));
-    const agent = kind === "turn" ? this.identity.agentOf(sessionId) : String(i.agent ?? "unknown");
+  // -------------------------------------------------------------------------
+  // What the hooks (plugin/hooks/) hand over, mapped by plugin/events.ts.
+
+  /** chat.headers: adds the headers for one LLM request to `headers`; one turn per agent step. */
+  async llmRequest(req: LlmRequest, headers: Record<string, string>): Promise<void> {
+    const { sessionId, kind } = req;
+    if (kind === "turn") this.identity.setAgent(sessionId, req.agent);
+    const agent = kind === "turn" ? this.identity.agentOf(sessionId) : (req.agent ?? "unknown");
     const parentId = await this.identity.resolveParent(sessionId);
     const state = this.delivery.notice.state;
     const link = reportHeaders({ instanceId: this.instanceId, url: this.reporter.target, state });
@@ -209,28 +205,24 @@ export class Stallguard {
     if (kind === "title") return;
     const time = this.now();
     if (kind === "compaction") {
-      this.observe({ kind: "compaction", sessionId, time });
+      this.flow.observe({ kind: "compaction", sessionId, time });
       return;
     }
     this.counts.turns++;
-    const model = obj(i.model);
-    const modelId = text(model.id);
-    this.observe({
+    this.flow.observe({
       kind: "turn",
       sessionId,
       parentId: parentId ?? null,
       agent,
       time,
-      ...(modelId ? { model: modelId.slice(0, 120) } : {}),
+      ...(req.model ? { model: req.model } : {}),
     });
   }
 
   /** chat.message: a user turn; injected continuations are a signal. */
-  chatMessage(input: unknown, output: unknown): void {
-    const u = userTurnOf(input, output, this.deps.settings.policy.continuationMarkers);
-    if (!u) return;
+  userTurn(u: UserTurn): void {
     this.identity.setAgent(u.sessionId, u.agent);
-    this.observe({
+    this.flow.observe({
       kind: "user",
       sessionId: u.sessionId,
       parentId: this.identity.parentOf(u.sessionId) ?? null,
@@ -241,10 +233,10 @@ export class Stallguard {
     });
   }
 
-  /** tool.execute.before: hash a file before write replaces it; outside git, note what a bash call names. */
-  async toolBefore(input: unknown, output: unknown): Promise<void> {
-    if (await this.probes.before(input, obj(output).args)) return;
-    return this.writes.before(input, output);
+  /** tool.execute.before: hash a file before write replaces it; a bash call that may write: its probe. */
+  async toolStarting(call: ToolStarting): Promise<void> {
+    if (await this.probes.before(call)) return;
+    return this.writes.before(call);
   }
 
   /**
@@ -252,9 +244,7 @@ export class Stallguard {
    * waiting. A bash call that may write is judged once its probe answers
    * (bounded), off the tool path.
    */
-  toolAfter(input: unknown, output: unknown): void {
-    const hook = parseToolHook(input, output);
-    if (!isCompleteHook(hook)) return;
+  toolFinished({ hook, bash, childSessionId }: ToolFinished): void {
     const { sessionId, callId, tool } = hook;
     const ctx = {
       parentId: this.parentFor(sessionId),
@@ -265,52 +255,40 @@ export class Stallguard {
       writePrior: this.writes.take(sessionId, callId),
     };
     this.dedupe.fromHook(sessionId, callId);
-    if (tool === "task") {
-      const child = text(obj(hook.metadata).sessionId);
-      if (child && child !== sessionId) this.identity.setParent(child, sessionId);
-    }
+    if (childSessionId) this.identity.setParent(childSessionId, sessionId);
     this.counts.calls++;
     this.probes.afterTool(sessionId, callId, tool);
-    // The parsed hook holds what opencode handed over now (it may reuse its objects later).
-    const answer = this.probes.after(input, hook.args);
+    const answer = this.probes.after(sessionId, callId, bash);
     if (!answer) {
-      this.observe({ kind: "tool", call: toolHookCall(hook, ctx) });
+      this.flow.observe({ kind: "tool", call: toolHookCall(hook, ctx) });
       return;
     }
-    this.queue.pushWaiting(answer, (worktree) => {
-      this.apply({ kind: "tool", call: toolHookCall(hook, { ...ctx, worktree }) });
-    });
+    this.flow.observeAfter(answer, (worktree) => ({
+      kind: "tool",
+      call: toolHookCall(hook, { ...ctx, worktree }),
+    }));
   }
 
-  /** The event hook: parents, failed tools, opencode's own continue turns, spend, compactions. */
-  event(event: unknown): void {
-    const e = obj(event);
-    const props = e.properties;
+  /** The event hook: failed tools, spend, parents and what opencode shows of a session. */
+  event(e: PluginEvent): void {
     switch (e.type) {
-      case "message.part.updated":
-        this.onPart(obj(props).part);
+      case "tool.part.ended":
+        this.toolPartEnded(e.head, e.part);
         return;
-      case "message.updated": {
-        const usage = usageOf(props);
-        if (usage) this.observe(usage);
+      case "usage":
+        this.flow.observe(e.usage);
         return;
-      }
-      case "session.created":
-      case "session.updated": {
-        const info = sessionInfoOf(props);
-        if (!info) return;
-        this.infos.note(props);
-        this.identity.setParent(info.id, info.parentId);
-        if (info.agent) this.identity.setAgent(info.id, info.agent);
+      case "session.seen": {
+        const seen = e.session;
+        this.infos.note(seen);
+        this.identity.setParent(seen.id, seen.parentId);
+        if (seen.agent) this.identity.setAgent(seen.id, seen.agent);
         return;
       }
-      case "session.deleted": {
-        const info = sessionInfoOf(props);
-        if (!info) return;
-        this.identity.forget(info.id);
-        this.infos.forget(info.id);
+      case "session.deleted":
+        this.identity.forget(e.sessionId);
+        this.infos.forget(e.sessionId);
         return;
-      }
       default:
         return;
     }
@@ -332,6 +310,21 @@ export class Stallguard {
     });
   }
 
+  /** Resolves once every observation that waits for a probe has been judged. */
+  settled(): Promise<void> {
+    return this.flow.settled();
+  }
+
+  /** Shows a toast in opencode (plugin.toasts off: none); a failure is logged, never thrown. */
+  showToast(toast: Toast): void {
+    if (this.deps.settings.toasts && this.ui.toast(toast)) this.counts.toasts++;
+  }
+
+  /** Logs through opencode's log endpoint, at most once a minute per code. */
+  log(level: "warn" | "error", code: string, message: string): void {
+    this.ui.log(level, code, message);
+  }
+
   // -------------------------------------------------------------------------
 
   private parentFor(sessionId: string): string | null {
@@ -342,9 +335,8 @@ export class Stallguard {
     return null;
   }
 
-  private onPart(part: unknown): void {
-    const head = toolPartHead(part);
-    if (!head) return;
+  /** A finished tool part: a tool that threw shows only here; a completed one the hook counted is skipped. */
+  private toolPartEnded(head: ToolPartHead, part: unknown): void {
     // A tool that threw has no after hook: this part is the only sign it ended.
     if (head.status === "error") this.probes.ended(head.sessionId, head.callId);
     if (!this.dedupe.fromPart(head.partId, head.sessionId, head.callId, head.status)) return;
@@ -357,44 +349,20 @@ export class Stallguard {
     });
     if (!call) return;
     this.counts.calls++;
-    this.observe({ kind: "tool", call });
+    this.flow.observe({ kind: "tool", call });
   }
+}
 
-  /** Resolves once every observation that waits for a probe has been judged. */
-  settled(): Promise<void> {
-    return this.queue.drained();
-  }
-
-  /** Judges an observation now, or after the probes that arrived before it. */
-  private observe(obs: Observation): void {
-    if (this.queue.length === 0) this.apply(obs);
-    else this.queue.push(() => this.apply(obs));
-  }
-
-  private apply(obs: Observation): void {
-    const { changes } = this.forest.observe(obs);
-    for (const c of changes) this.onChange(c);
-  }
-
-  private onChange(c: VerdictChange): void {
-    this.counts.transitions++;
-    this.transitions.push(c);
-    if (this.transitions.length > 200) this.transitions.shift();
-    const report = incidentReport(c);
-    this.reporter.enqueue(
-      toTransition(c, { source: "plugin", report, pluginVersion: this.version.slice(0, 64) || "dev" }),
-    );
-    const toast = toastFor(c);
-    if (toast) this.showToast(toast);
-  }
-
-  /** Shows a toast in opencode (plugin.toasts off: none); a failure is logged, never thrown. */
-  showToast(toast: Toast): void {
-    if (this.deps.settings.toasts && this.ui.toast(toast)) this.counts.toasts++;
-  }
-
-  /** Logs through opencode's log endpoint, at most once a minute per code. */
-  log(level: "warn" | "error", code: string, message: string): void {
-    this.ui.log(level, code, message);
-  }
+/** Asks opencode's client for a session's parent (a session first seen mid-run). */
+function parentLookup(client: ClientLike | undefined) {
+  const get = client?.session?.get;
+  if (!get) return {};
+  return {
+    lookup: async (id: string) => {
+      const res = obj(await get.call(client?.session, { path: { id } }));
+      const data = obj(res.data);
+      if (text(data.id) !== id) throw new Error("session lookup failed");
+      return text(data.parentID) ?? null;
+    },
+  };
 }

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { heartbeatSchema } from "../shared/index.ts";
+import { type SessionSeen, sessionSeenOf } from "./events.ts";
 import { SessionInfos, sessionInfoFrom, shortFolder } from "./session-info.ts";
 
-const event = (info: Record<string, unknown>) => ({ sessionID: info.id, info });
+/** What the event mapping makes of a session.created event with this info. */
+const event = (info: Record<string, unknown>) => sessionSeenOf({ sessionID: info.id, info }) as SessionSeen;
 
 describe("session info for the heartbeat", () => {
   it("writes the home folder as ~, and only at a folder boundary", () => {
@@ -22,11 +24,11 @@ describe("session info for the heartbeat", () => {
       }),
       "/home/ann",
     );
-    expect(got?.info.title?.startsWith(" evil")).toBe(false);
-    expect(got?.info.title?.startsWith("evil title second line x")).toBe(true);
-    expect(got?.info.title?.length).toBeLessThanOrEqual(200);
-    expect(got?.info.directory).toBe("~/p roj");
-    expect(got?.info.created_at).toBe(1234);
+    expect(got.title?.startsWith(" evil")).toBe(false);
+    expect(got.title?.startsWith("evil title second line x")).toBe(true);
+    expect(got.title?.length).toBeLessThanOrEqual(200);
+    expect(got.directory).toBe("~/p roj");
+    expect(got.created_at).toBe(1234);
     // What it keeps passes the wire's strict check.
     const hb = {
       type: "heartbeat",
@@ -44,7 +46,7 @@ describe("session info for the heartbeat", () => {
           turns_since_landed: 0,
           last_landed_at: null,
           context_tokens: 0,
-          ...got?.info,
+          ...got,
         },
       ],
     };
@@ -58,8 +60,8 @@ describe("session info for the heartbeat", () => {
     infos.note(event({ id: "ses_b", title: "first", directory: "/home/ann/p", time: { created: 5 } }));
     infos.note(event({ id: "ses_b", title: "renamed" }));
     expect(infos.get("ses_b")).toEqual({ title: "renamed", directory: "~/p", created_at: 5 });
-    infos.note({ info: { id: 42, title: "x" } });
-    infos.note(null);
+    expect(sessionSeenOf({ info: { id: 42, title: "x" } })).toBeNull();
+    expect(sessionSeenOf(null)).toBeNull();
     infos.note(event({ id: "ses_c", title: 7, directory: ["x"], time: "now" }));
     expect(infos.get("ses_c")).toEqual({ title: null, directory: null, created_at: null });
     infos.forget("ses_b");

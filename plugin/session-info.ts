@@ -1,18 +1,11 @@
 // What opencode shows its user about each session, for the admin page: the
 // title, the folder (the home folder written ~) and when it was created, from
-// session.created / session.updated events' info. No other text of a session
-// is read. Cleaned and capped (shared/display-text.ts) before it is kept.
+// session.created / session.updated events (plugin/events.ts reads them). No
+// other text of a session is read. Cleaned and capped (shared/display-text.ts)
+// before it is kept.
 import { homedir } from "node:os";
-import {
-  BoundedMap,
-  DIRECTORY_MAX,
-  displayText,
-  type HeartbeatSession,
-  num,
-  obj,
-  TITLE_MAX,
-  text,
-} from "../shared/index.ts";
+import { BoundedMap, DIRECTORY_MAX, displayText, type HeartbeatSession, TITLE_MAX } from "../shared/index.ts";
+import type { SessionSeen } from "./events.ts";
 
 export type SessionInfo = Pick<HeartbeatSession, "title" | "directory" | "created_at">;
 
@@ -23,20 +16,14 @@ export function shortFolder(dir: string, home: string): string {
   return dir;
 }
 
-/** The info of a session.created / session.updated event's properties; null without an id. */
-export function sessionInfoFrom(properties: unknown, home: string): { id: string; info: SessionInfo } | null {
-  const info = obj(obj(properties).info);
-  const id = text(info.id);
-  if (!id) return null;
-  const dir = text(info.directory);
-  const created = num(obj(info.time).created);
+/** What the admin page may show of a session opencode announced (cleaned, capped). */
+export function sessionInfoFrom(seen: SessionSeen, home: string): SessionInfo {
+  const dir = seen.directory;
+  const created = seen.createdAt;
   return {
-    id,
-    info: {
-      title: displayText(info.title, TITLE_MAX),
-      directory: dir === undefined ? null : displayText(shortFolder(dir, home), DIRECTORY_MAX),
-      created_at: created !== undefined && created >= 0 ? Math.floor(created) : null,
-    },
+    title: displayText(seen.title, TITLE_MAX),
+    directory: dir === undefined ? null : displayText(shortFolder(dir, home), DIRECTORY_MAX),
+    created_at: created !== undefined && created >= 0 ? Math.floor(created) : null,
   };
 }
 
@@ -51,14 +38,13 @@ export class SessionInfos {
   }
 
   /** Keeps what a session event says; a field the event lacks keeps its earlier value. */
-  note(properties: unknown): void {
-    const got = sessionInfoFrom(properties, this.home);
-    if (!got) return;
-    const before = this.infos.get(got.id);
-    this.infos.set(got.id, {
-      title: got.info.title ?? before?.title ?? null,
-      directory: got.info.directory ?? before?.directory ?? null,
-      created_at: got.info.created_at ?? before?.created_at ?? null,
+  note(seen: SessionSeen): void {
+    const info = sessionInfoFrom(seen, this.home);
+    const before = this.infos.get(seen.id);
+    this.infos.set(seen.id, {
+      title: info.title ?? before?.title ?? null,
+      directory: info.directory ?? before?.directory ?? null,
+      created_at: info.created_at ?? before?.created_at ?? null,
     });
   }
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { writeRouterLink } from "../router-ext/server/router-link.ts";
+import { writeRouterLink } from "../io/router-link.ts";
 import { configSchema } from "../shared/index.ts";
 import { loadSettings } from "./settings.ts";
 

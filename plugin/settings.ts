@@ -3,8 +3,8 @@
 // package, then the YAML file named by STALLGUARD_CONFIG instead of
 // config/config.local.yaml), then the plugin options from opencode.json as the
 // last layer, with the environment on top. Where the router is comes from the
-// one rule in router-ext/server/router-link.ts (serve's router.json when
-// nothing says otherwise), read again on every send. Admin overrides live in the
+// one rule in io/router-link.ts (serve's router.json when nothing says
+// otherwise), read again on every send. Admin overrides live in the
 // router's database, which the plugin does not read. A bad layer never stops
 // opencode: it is reported and the defaults are used instead.
 
@@ -16,8 +16,8 @@ import {
   readRouterLink,
   resolveRouterUrl,
   routerLinkPath,
-} from "../router-ext/server/router-link.ts";
-import { readSecretFile, secretFilePaths } from "../router-ext/server/secret-files.ts";
+} from "../io/router-link.ts";
+import { readSecretFile, secretFilePaths } from "../io/secret-files.ts";
 import {
   type Config,
   ConfigError,

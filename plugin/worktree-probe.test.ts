@@ -1,11 +1,13 @@
 // The work-tree probe on a real git repository made here with real git (and a
 // plain directory for the no-git case). Time is driven by hand where a
 // timeout is the point; elsewhere the probe's own bound is far away.
+
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { hooksOf } from "./_test-hooks.ts";
 import { manualTimer } from "./_test-timer.ts";
 import { Stallguard } from "./runtime.ts";
 import { loadSettings } from "./settings.ts";
@@ -313,16 +315,20 @@ describe("Stallguard with the probe on a real repository", { timeout: 60_000 }, 
     let waitedAfterHook = 0;
     for (const [n, command] of commands.entries()) {
       clock += 1000;
-      await sg.headers({ sessionID: "ses_1", agent: "build", model: { id: "m" } }, { headers: {} });
+      await hooksOf(sg).headers({ sessionID: "ses_1", agent: "build", model: { id: "m" } }, { headers: {} });
       const input = { tool: "bash", sessionID: "ses_1", callID: `c${n}`, args: { command } };
-      await sg.toolBefore(input, { args: input.args });
+      await hooksOf(sg).toolBefore(input, { args: input.args });
       let exit = 0;
       try {
         execFileSync("sh", ["-c", command], { cwd: dir, stdio: "pipe" });
       } catch (err) {
         exit = (err as { status: number }).status;
       }
-      sg.toolAfter(input, { title: command, output: "", metadata: { exit, output: "", truncated: false } });
+      hooksOf(sg).toolAfter(input, {
+        title: command,
+        output: "",
+        metadata: { exit, output: "", truncated: false },
+      });
       // The hook has returned; the call waits for its probe off the tool path.
       if (sg.stats().waiting > 0) waitedAfterHook++;
       // The model's next turn: a real one takes far longer than the probe.

@@ -3,7 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sha256 } from "../shared/index.ts";
+import { toolStartingOf } from "./events.ts";
 import { hashFile, WriteProbe } from "./write-probe.ts";
+
+/** tool.execute.before as the hook hands it on: through the event mapping (junk never reaches the probe). */
+const beforeTool = async (p: WriteProbe, input: unknown, output: unknown) => {
+  const call = toolStartingOf(input, output);
+  if (call) await p.before(call);
+};
 
 const dir = mkdtempSync(join(tmpdir(), "sg-probe-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,12 +31,14 @@ describe("WriteProbe", () => {
   it("records the prior hash of write calls only, once, relative paths against the directory", async () => {
     writeFileSync(join(dir, "b.txt"), "old\n");
     const p = new WriteProbe(dir);
-    await p.before(
+    await beforeTool(
+      p,
       { tool: "write", sessionID: "s", callID: "c1" },
       { args: { filePath: "b.txt", content: "new" } },
     );
-    await p.before({ tool: "read", sessionID: "s", callID: "c2" }, { args: { filePath: "b.txt" } });
-    await p.before(
+    await beforeTool(p, { tool: "read", sessionID: "s", callID: "c2" }, { args: { filePath: "b.txt" } });
+    await beforeTool(
+      p,
       { tool: "write", sessionID: "s", callID: "c3" },
       { args: { filePath: join(dir, "nope.txt") } },
     );
@@ -40,10 +49,10 @@ describe("WriteProbe", () => {
   });
   it("ignores malformed input and stays bounded", async () => {
     const p = new WriteProbe(dir, 10, async () => "h");
-    await p.before(null, null);
-    await p.before({ tool: "write" }, { args: {} });
+    await beforeTool(p, null, null);
+    await beforeTool(p, { tool: "write" }, { args: {} });
     for (let i = 0; i < 100; i++)
-      await p.before({ tool: "write", sessionID: "s", callID: `c${i}` }, { args: { filePath: "x" } });
+      await beforeTool(p, { tool: "write", sessionID: "s", callID: `c${i}` }, { args: { filePath: "x" } });
     expect(p.size).toBe(10);
   });
 });

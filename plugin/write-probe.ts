@@ -4,7 +4,8 @@
 // hashed locally and dropped; it never leaves the plugin.
 import { readFile, stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
-import { BoundedMap, obj, sha256, toolKind } from "../shared/index.ts";
+import { BoundedMap, sha256 } from "../shared/index.ts";
+import type { ToolStarting } from "./events.ts";
 
 /** Files larger than this are not hashed: the write is then judged without a prior. */
 const MAX_BYTES = 8 * 1024 * 1024;
@@ -36,16 +37,12 @@ export class WriteProbe {
   }
 
   /** tool.execute.before: remembers the file's hash before a write. */
-  async before(input: unknown, output: unknown): Promise<void> {
-    const i = obj(input);
-    if (typeof i.tool !== "string" || toolKind(i.tool) !== "write") return;
-    const args = obj(obj(output).args);
-    const path = args.filePath ?? args.file_path ?? args.path;
-    if (typeof path !== "string" || path === "" || typeof i.sessionID !== "string") return;
-    if (typeof i.callID !== "string") return;
+  async before(call: Pick<ToolStarting, "sessionId" | "callId" | "writePath">): Promise<void> {
+    const path = call.writePath;
+    if (path === undefined) return;
     const abs = isAbsolute(path) ? path : resolve(this.directory ?? ".", path);
     const h = await this.hash(abs);
-    if (h !== undefined) this.priors.set(`${i.sessionID}\u0000${i.callID}`, h);
+    if (h !== undefined) this.priors.set(`${call.sessionId}\u0000${call.callId}`, h);
   }
 
   /** The hash recorded for a call, once (undefined: not known). */

@@ -155,7 +155,7 @@ const progressSchema = z.strictObject({
   continuation_markers: z
     .array(z.string().min(1))
     .default(["[SYSTEM DIRECTIVE: OH-MY-OPENCODE", "<!-- OMO_INTERNAL_INITIATOR -->"]),
-  /** A second detection in the same tree within this window is stage 2 (auto_recover). */
+  /** A second looping verdict in the same tree within this window is stage 2 (auto_recover). */
   recover_window: duration.prefault("60m"),
   /** Recoveries per tree per recover_window before the hard stop. Owner decision: 2. */
   max_recoveries: z.number().int().min(0).max(20).default(2),

@@ -27,8 +27,8 @@ function base(over: Partial<Signals> = {}): Signals {
     repeatShare: 0.375,
     contextTokens: 90_000,
     maxContextTokens: 90_000,
-    topTarget: navbar.target,
-    topTargetCount: 30,
+    busiestTarget: navbar.target,
+    busiestTargetCount: 30,
     topRepeat: navbar,
     topSame: navbar,
     mostRepeated: [

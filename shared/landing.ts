@@ -16,7 +16,8 @@ const LANDED: Landing = { landed: true, reverted: false };
 const REVERTED: Landing = { landed: false, reverted: true };
 const ABSENT = "absent";
 
-export class LandingJudge {
+/** One session's landing decisions and the memory they need to tell a repeat or an undo. */
+export class LandingMemory {
   /** Changes that landed (forward fingerprint), remembered across stretches to tell a revert. */
   private readonly landedChanges = new BoundedMap<string, true>(512);
   /** Work-tree states this session has seen, to tell a return to an earlier state. */

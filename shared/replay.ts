@@ -37,6 +37,7 @@ export interface ReplayResult {
   first_flag_call: number | null;
   first_loop_call: number | null;
   reason: FlagReason | null;
+  /** The session's most called "tool target" over the replay (calibrate's JSON key; not the wire's top_target). */
   top_target: string | null;
   top_target_count: number;
   dup_share: number;
@@ -132,7 +133,7 @@ export function runTree(
 }
 
 /** What a replay tells about one session: calls, landed changes, the worst verdict and when it came. */
-export interface Outcome {
+export interface SessionTally {
   calls: number;
   landed: number;
   worst: Verdict;
@@ -142,15 +143,15 @@ export interface Outcome {
   reason: FlagReason | null;
 }
 
-/** Counts one step into per-session outcomes. */
-export function countOutcome(out: Map<string, Outcome>, step: ObserveResult): void {
+/** Counts one step into per-session tallies. */
+export function tallyStep(out: Map<string, SessionTally>, step: ObserveResult): void {
   if (step.event) {
-    const o = outcomeIn(out, step.event.sessionId);
+    const o = tallyOf(out, step.event.sessionId);
     o.calls++;
     if (step.event.landed) o.landed++;
   }
   for (const c of step.changes) {
-    const o = outcomeIn(out, c.sessionId);
+    const o = tallyOf(out, c.sessionId);
     if (VERDICT_RANK[c.verdict] > VERDICT_RANK[o.worst]) o.worst = c.verdict;
     if (c.verdict !== "ok" && o.firstFlag === null) {
       o.firstFlag = Math.max(o.calls, 1);
@@ -160,7 +161,7 @@ export function countOutcome(out: Map<string, Outcome>, step: ObserveResult): vo
   }
 }
 
-export function outcomeIn(out: Map<string, Outcome>, id: string): Outcome {
+export function tallyOf(out: Map<string, SessionTally>, id: string): SessionTally {
   let o = out.get(id);
   if (!o) {
     o = { calls: 0, landed: 0, worst: "ok", firstFlag: null, firstLoop: null, reason: null };
@@ -189,7 +190,7 @@ interface Seen {
 }
 
 function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boolean }): ReplayResult[] {
-  const outcomes = new Map<string, Outcome>();
+  const tallies = new Map<string, SessionTally>();
   const seen = new Map<string, Seen>();
   const seenIn = (id: string): Seen => {
     let s = seen.get(id);
@@ -200,7 +201,7 @@ function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boole
     return s;
   };
   const forest = runTree(tree, policy, (step, f) => {
-    countOutcome(outcomes, step);
+    tallyStep(tallies, step);
     const event = step.event;
     if (!event) return;
     const s = seenIn(event.sessionId);
@@ -209,7 +210,7 @@ function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boole
     s.targets.set(label, (s.targets.get(label) ?? 0) + 1);
     if (opts.timeline)
       s.timeline.push({
-        call: outcomeIn(outcomes, event.sessionId).calls,
+        call: tallyOf(tallies, event.sessionId).calls,
         time: event.time,
         tool: event.tool,
         landed: event.landed,
@@ -219,7 +220,7 @@ function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boole
       });
   });
   return tree.sessions.map((s) => {
-    const o = outcomeIn(outcomes, s.id);
+    const o = tallyOf(tallies, s.id);
     const x = seenIn(s.id);
     const t = forest.get(s.id);
     const sig = t?.signals();

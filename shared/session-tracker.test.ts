@@ -76,22 +76,22 @@ describe("signals", () => {
     }
     turn(clock + 1);
     const a = tr.signals();
-    expect(a).toMatchObject({ failStreak: 3, failTarget: "gone.ts", topTargetCount: 3 });
+    expect(a).toMatchObject({ failStreak: 3, failTarget: "gone.ts", busiestTargetCount: 3 });
     expect(a.cumRepeat?.count).toBe(3);
     expect(a.mostRepeated).toEqual([{ tool: "read", target: "gone.ts", count: 3 }]);
     // A worker landed: a new stretch, so the window, the streak and the count since landed start over.
     tr.descendantLanded(clock + 2);
     const b = tr.signals();
     expect(b.cumRepeat).toBeNull();
-    expect(b.topTargetCount).toBe(0);
+    expect(b.busiestTargetCount).toBe(0);
     expect(b.failStreak).toBe(0);
     tr.recordCall(readMissing("gone.ts"));
-    expect(tr.signals()).toMatchObject({ failStreak: 1, topTargetCount: 1 });
+    expect(tr.signals()).toMatchObject({ failStreak: 1, busiestTargetCount: 1 });
     // A successful read of the same file ends the failure streak.
     tr.recordCall(read("gone.ts"));
     const c = tr.signals();
     expect(c.failStreak).toBe(0);
-    expect(c.topTargetCount).toBe(2);
+    expect(c.busiestTargetCount).toBe(2);
     // Signals are snapshots: changing one returned array does not leak into the next.
     c.mostRepeated.push({ tool: "x", target: "y", count: 9 });
     expect(tr.signals().mostRepeated).toHaveLength(1);
@@ -146,8 +146,8 @@ describe("signals", () => {
     const tr = tracker();
     for (let i = 0; i < 20; i++) tr.recordCall(read("navbar.js", i * 50));
     const s = tr.signals();
-    expect(s.topTarget).toBe("navbar.js");
-    expect(s.topTargetCount).toBe(20);
+    expect(s.busiestTarget).toBe("navbar.js");
+    expect(s.busiestTargetCount).toBe(20);
     expect(s.topRepeat).toBeNull();
     for (let i = 0; i < 3; i++) tr.recordCall(read("navbar.js", 0));
     expect(tr.signals().topRepeat).toEqual({ tool: "read", target: "navbar.js", count: 4 });

@@ -10,7 +10,7 @@ import { bump, maxEntry } from "./counts.ts";
 import { CycleTracker } from "./cycle.ts";
 import { FailStreaks } from "./fail-streaks.ts";
 import { judge } from "./judge.ts";
-import { LandingJudge } from "./landing.ts";
+import { LandingMemory } from "./landing.ts";
 import type { Policy } from "./policy.ts";
 import { toolEvent } from "./tool-event.ts";
 import { TopK } from "./top-k.ts";
@@ -49,8 +49,8 @@ type WindowSignals = Pick<
   Signals,
   | "failStreak"
   | "failTarget"
-  | "topTarget"
-  | "topTargetCount"
+  | "busiestTarget"
+  | "busiestTargetCount"
   | "topRepeat"
   | "topSame"
   | "cumRepeat"
@@ -93,7 +93,7 @@ export class SessionTracker {
   private readonly labels = new Map<string, Label>();
   private readonly streaks = new FailStreaks();
   private readonly cycle = new CycleTracker();
-  private readonly landing = new LandingJudge();
+  private readonly landing = new LandingMemory();
   private readonly seenTargets = new BoundedMap<string, true>(4096);
   private readonly usageSeen = new BoundedMap<string, true>(256);
   private readonly userTexts = new BoundedMap<string, true>(64);
@@ -312,7 +312,7 @@ export class SessionTracker {
    */
   private windowSignals(): WindowSignals {
     if (this.cached && this.cachedAt === this.windowVersion) return this.cached;
-    const topTarget = maxEntry(this.targetCount);
+    const busiest = maxEntry(this.targetCount);
     const topNfp = maxEntry(this.nfpCount);
     const topSame = maxEntry(this.sameCount);
     const streak = this.streaks.max();
@@ -321,8 +321,8 @@ export class SessionTracker {
     this.cached = {
       failStreak: streak?.count ?? 0,
       failTarget: streak ? (this.labelOf(streak.nfp)?.target ?? null) : null,
-      topTarget: topTarget ? (topTarget[0].split("\u0000")[1] ?? null) : null,
-      topTargetCount: topTarget?.[1] ?? 0,
+      busiestTarget: busiest ? (busiest[0].split("\u0000")[1] ?? null) : null,
+      busiestTargetCount: busiest?.[1] ?? 0,
       topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
       topSame: topSame ? repeat(this.labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
       cumRepeat: cum ? repeat(cum.label, cum.count) : null,
@@ -364,8 +364,8 @@ export class SessionTracker {
       failTarget: w.failTarget,
       contextTokens: this.contextTokens,
       maxContextTokens: this.maxContextTokens,
-      topTarget: w.topTarget,
-      topTargetCount: w.topTargetCount,
+      busiestTarget: w.busiestTarget,
+      busiestTargetCount: w.busiestTargetCount,
       topRepeat: w.topRepeat,
       topSame: w.topSame,
       cumRepeat: w.cumRepeat,

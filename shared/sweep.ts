@@ -3,7 +3,14 @@
 // Stored sessions are prepared once; each candidate only re-runs the trees.
 import type { Thresholds } from "./config.ts";
 import type { Policy } from "./policy.ts";
-import { countOutcome, type Outcome, type Prepared, prepare, type ReplaySession, runTree } from "./replay.ts";
+import {
+  type Prepared,
+  prepare,
+  type ReplaySession,
+  runTree,
+  type SessionTally,
+  tallyStep,
+} from "./replay.ts";
 
 export type Label = "loop" | "healthy" | "unclear";
 
@@ -36,10 +43,14 @@ export function grid(axes: { [K in keyof Thresholds]?: Array<Thresholds[K]> }): 
 }
 
 /** Runs prepared trees under `thresholds`: per session, calls, the worst verdict and the first flag. */
-export function outcomes(prepared: Prepared, policy: Policy, thresholds: Thresholds): Map<string, Outcome> {
-  const out = new Map<string, Outcome>();
+export function tallies(
+  prepared: Prepared,
+  policy: Policy,
+  thresholds: Thresholds,
+): Map<string, SessionTally> {
+  const out = new Map<string, SessionTally>();
   const p = { ...policy, thresholds };
-  for (const tree of prepared.trees) runTree(tree, p, (step) => countOutcome(out, step));
+  for (const tree of prepared.trees) runTree(tree, p, (step) => tallyStep(out, step));
   return out;
 }
 
@@ -50,7 +61,7 @@ export function evaluatePrepared(
   policy: Policy,
   candidate: Partial<Thresholds>,
 ): SweepRow {
-  const results = outcomes(prepared, policy, { ...policy.thresholds, ...candidate });
+  const results = tallies(prepared, policy, { ...policy.thresholds, ...candidate });
   let loops = 0;
   let healthy = 0;
   let healthyFlagged = 0;

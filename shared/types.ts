@@ -164,9 +164,10 @@ export interface Signals {
   failTarget: string | null;
   contextTokens: number;
   maxContextTokens: number;
-  topTarget: string | null;
-  topTargetCount: number;
-  /** The most repeated normalized call in the window. */
+  /** The window's most called target, whatever the arguments (the wire's top_target is topRepeat, not this). */
+  busiestTarget: string | null;
+  busiestTargetCount: number;
+  /** The most repeated normalized call in the window: the wire's top_target (shared/wire.ts wireTopRepeat). */
   topRepeat: RepeatInfo | null;
   /** The most repeated normalized call with the same result each time, in the window. */
   topSame: RepeatInfo | null;

@@ -102,7 +102,7 @@ export const transitionSchema = z.strictObject({
   previous: verdict,
   reason: reason.nullable(),
   signals: wireSignalsSchema,
-  /** The most repeated normalized call in the window ("tool target"; named top_target on the wire). */
+  /** The most repeated normalized call in the window ("tool target"): the core's topRepeat (wireTopRepeat). */
   top_target: target.nullable(),
   /** How often that call repeated. */
   top_target_count: count,
@@ -326,17 +326,38 @@ export function toWireEvidence(s: Signals): WireEvidence {
   };
 }
 
-/** The current figures a heartbeat carries for a session (counts and the coarse top target only). */
+/**
+ * The one place the wire's top_target is mapped: it carries the core's topRepeat (the most
+ * repeated normalized call in the window), not Signals.busiestTarget.
+ */
+export function wireTopRepeat(s: Signals): { top_target: string | null; top_target_count: number } {
+  const top = s.topRepeat;
+  return { top_target: top ? repeatText(top) : null, top_target_count: top ? clampCount(top.count) : 0 };
+}
+
+/** The current figures a heartbeat carries for a session (counts and the coarse top repeat only). */
 export function toHeartbeatFigures(
   s: Signals,
 ): Pick<HeartbeatSession, "calls" | "landed" | "usd_since_landed" | "top_target" | "top_target_count"> {
-  const top = s.topRepeat;
   return {
     calls: clampCount(s.calls),
     landed: clampCount(s.landed),
     usd_since_landed: round(Math.min(1e9, Math.max(0, s.usdSinceLanded)), 6),
-    top_target: top ? repeatText(top) : null,
-    top_target_count: top ? clampCount(top.count) : 0,
+    ...wireTopRepeat(s),
+  };
+}
+
+/** A wire transition read back into the core's names (all but the signals, which travel as WireSignals). */
+export function fromTransition(t: Transition): Omit<VerdictChange, "signals"> {
+  return {
+    sessionId: t.session_id,
+    parentId: t.parent_id,
+    rootId: t.root_id,
+    agent: t.agent,
+    previous: t.previous,
+    verdict: t.verdict,
+    reason: t.reason,
+    at: t.at,
   };
 }
 
@@ -345,7 +366,6 @@ export function toTransition(
   c: VerdictChange,
   opts: { source: "plugin" | "watchdog"; report: string; pluginVersion: string | null },
 ): Transition {
-  const top = c.signals.topRepeat;
   return {
     type: "transition",
     id: transitionId(opts.source, c),
@@ -358,8 +378,7 @@ export function toTransition(
     previous: c.previous,
     reason: c.reason,
     signals: toWireSignals(c.signals),
-    top_target: top ? repeatText(top) : null,
-    top_target_count: top ? clampCount(top.count) : 0,
+    ...wireTopRepeat(c.signals),
     report: opts.report.slice(0, 4000),
     at: clampTime(c.at),
     plugin_version: opts.pluginVersion,

@@ -88,9 +88,9 @@ table.actions, table.history { width: auto; min-width: 40em; }
 [hidden] { display: none !important; }
 `;
 
-/** A section the client fills in: its heading and an empty #<id>-body, shown in one view. */
-const panel = (id: string, title: string, view: string) =>
-  `  <section id="${id}" data-view="${view}">\n    <h2>${title}</h2>\n    <div id="${id}-body"></div>\n  </section>`;
+/** A section the client fills in: its heading and an empty #<id>-body, shown in one tab. */
+const panel = (id: string, title: string, tab: string) =>
+  `  <section id="${id}" data-tab="${tab}">\n    <h2>${title}</h2>\n    <div id="${id}-body"></div>\n  </section>`;
 
 const BODY = `
 <header>
@@ -116,20 +116,20 @@ const BODY = `
   </form>
 </section>
 <main id="app" hidden>
-  <section id="sessions" data-view="sessions">
+  <section id="sessions" data-tab="sessions">
     <h2>Sessions</h2>
     <div id="health" class="dim"></div>
     <ul id="sessions-problems" class="err"></ul>
     <table id="sessions-table"></table>
     <div id="marks-line" class="dim"></div>
   </section>
-  <section id="session" data-view="session">
+  <section id="session" data-tab="session">
     <div id="session-body"></div>
   </section>
 ${panel("deliveries", "Alert deliveries", "activity")}
 ${panel("events", "Recent events", "activity")}
 ${panel("channels", "Notifier channels", "activity")}
-  <section id="knobs" data-view="knobs">
+  <section id="knobs" data-tab="knobs">
     <h2>Knobs <button type="button" id="reload-knobs" class="small">reload</button></h2>
     <div id="knobs-body"></div>
   </section>

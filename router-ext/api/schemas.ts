@@ -58,7 +58,7 @@ export const sessionViewSchema = z.object({
   stopped_at: z.nullable(z.number()),
   /** Where turns and $ since landed come from: the gate's request records, or the reporter's numbers. */
   spend_source: z.enum(["gate", "reporter"]),
-  /** Why the configured mode could not act on this session's last detection, or null. */
+  /** Why the configured mode could not act on this session's last verdict change, or null. */
   cannot_act: z.nullable(z.string()),
   /** An admin's "false alarm" or "confirmed loop", or null. */
   mark: z.optional(z.nullable(markViewSchema)),

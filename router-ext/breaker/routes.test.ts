@@ -1,30 +1,29 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
-import { openDatabase } from "../db/open.ts";
-import { Store } from "../db/store.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 import { breakerRoutes } from "./routes.ts";
 import { BreakerService } from "./service.ts";
 import { BreakerStore } from "./store.ts";
-import { ingest, served, stallTransition } from "./testing.ts";
+import { served, stallTransition, storeTransition } from "./testing.ts";
 
 describe("breaker routes", () => {
-  let store: Store;
+  let store: SqliteStore;
   let app: ReturnType<typeof breakerRoutes>;
   const now = 1_800_000_000_000;
 
-  beforeEach(() => {
-    store = new Store(openDatabase(":memory:"));
+  beforeEach(async () => {
+    store = await openSqliteStore(":memory:");
     const cfg = configSchema.parse({}).breaker;
     for (let i = 0; i < 4; i++) {
       store.recordRequest(served("p/bad", `ses_b${i}`, now - 10_000 + i));
       store.recordRequest(served("p/good", `ses_g${i}`, now - 10_000 + i));
     }
-    for (let i = 0; i < 3; i++) ingest(store, stallTransition(`ses_b${i}`, now - 1000 + i));
+    for (let i = 0; i < 3; i++) await storeTransition(store, stallTransition(`ses_b${i}`, now - 1000 + i));
     const svc = new BreakerService({ store: new BreakerStore(store.db), config: () => cfg, now: () => now });
     svc.evaluate();
     app = breakerRoutes(svc);
   });
-  afterEach(() => store.close());
+  afterEach(async () => await store.close());
 
   it("lists models and trips with evidence", async () => {
     const res = await app.request("/api/breaker");

@@ -3,19 +3,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
-import { openDatabase } from "../db/open.ts";
-import { Store } from "../db/store.ts";
 import type { Alert } from "../notify/types.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 import { type BreakerConfig, BreakerService } from "./service.ts";
 import { BreakerStore } from "./store.ts";
-import { ingest, served, stallTransition } from "./testing.ts";
+import { served, stallTransition, storeTransition } from "./testing.ts";
 
 const MIN = 60_000;
 const T0 = 1_800_000_000_000;
 
 describe("BreakerService", () => {
   let dir: string;
-  let store: Store;
+  let store: SqliteStore;
   let cfg: BreakerConfig;
   let alerts: Alert[];
   let now: number;
@@ -28,28 +27,28 @@ describe("BreakerService", () => {
     });
 
   /** Four trees per model in the window; the first three on `bad` loop. */
-  function replay(bad = "bad/m", good = "good/m"): void {
+  async function replay(bad = "bad/m", good = "good/m"): Promise<void> {
     for (let i = 0; i < 4; i++) {
       store.recordRequest(served(bad, `ses_b${i}`, T0 + i * 1000));
       store.recordRequest(served(good, `ses_g${i}`, T0 + i * 1000 + 500));
     }
-    for (let i = 0; i < 3; i++) ingest(store, stallTransition(`ses_b${i}`, T0 + 10_000 + i));
+    for (let i = 0; i < 3; i++) await storeTransition(store, stallTransition(`ses_b${i}`, T0 + 10_000 + i));
   }
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-breaker-"));
-    store = new Store(openDatabase(join(dir, "s.db")));
+    store = await openSqliteStore(join(dir, "s.db"));
     cfg = configSchema.parse({ breaker: { fallbacks: { "bad/": "fallback/m" } } }).breaker;
     alerts = [];
     now = T0 + 20_000;
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("trips exactly the model whose trees stall, with evidence and a critical alert", () => {
-    replay();
+  it("trips exactly the model whose trees stall, with evidence and a critical alert", async () => {
+    await replay();
     const svc = service();
     const trips = svc.evaluate();
     expect(trips.map((t) => t.model)).toEqual(["bad/m"]);
@@ -74,14 +73,14 @@ describe("BreakerService", () => {
     expect(new BreakerStore(store.db).trips()).toHaveLength(1);
   });
 
-  it("does not trip on one hard task: several stuck sessions in one tree", () => {
+  it("does not trip on one hard task: several stuck sessions in one tree", async () => {
     for (let i = 0; i < 4; i++) {
       store.recordRequest(served("bad/m", `ses_w${i}`, T0 + i, "ses_root"));
       store.recordRequest(served("good/m", `ses_g${i}`, T0 + i));
     }
     for (let i = 1; i < 4; i++) store.recordRequest(served("bad/m", `ses_r${i}`, T0 + i));
     for (let i = 0; i < 4; i++)
-      ingest(
+      await storeTransition(
         store,
         stallTransition(`ses_w${i}`, T0 + 10_000 + i, { root_id: "ses_root", parent_id: "ses_root" }),
       );
@@ -91,9 +90,9 @@ describe("BreakerService", () => {
     expect(bad).toMatchObject({ phase: "closed", stalled_trees: 1 });
   });
 
-  it("is advisory without a fallback: alert and record, traffic untouched", () => {
+  it("is advisory without a fallback: alert and record, traffic untouched", async () => {
     cfg = { ...cfg, fallbacks: {} };
-    replay();
+    await replay();
     const svc = service();
     expect(svc.evaluate()[0]).toMatchObject({ model: "bad/m", fallback: null });
     expect(alerts[0]?.summary).toContain("advisory");
@@ -101,8 +100,8 @@ describe("BreakerService", () => {
     expect(svc.view().models.find((m) => m.model === "bad/m")?.phase).toBe("open");
   });
 
-  it("half-opens after the cooldown, closes after a quiet probe, and backs off on a re-trip", () => {
-    replay();
+  it("half-opens after the cooldown, closes after a quiet probe, and backs off on a re-trip", async () => {
+    await replay();
     const svc = service();
     svc.evaluate();
     now += 15 * MIN;
@@ -113,7 +112,7 @@ describe("BreakerService", () => {
     expect(svc.evaluate()).toEqual([]);
     // A stall during the probe does, with a doubled cooldown.
     store.recordRequest(served("bad/m", "ses_b3", now - 100));
-    ingest(store, stallTransition("ses_b3", now));
+    await storeTransition(store, stallTransition("ses_b3", now));
     now += 1;
     const again = svc.evaluate();
     expect(again).toHaveLength(1);
@@ -126,23 +125,26 @@ describe("BreakerService", () => {
     expect(alerts.map((a) => a.state)).toEqual(["trigger", "trigger", "resolve"]);
   });
 
-  it("Resume closes at once; old evidence cannot re-trip; state survives a restart", () => {
-    replay();
+  it("Resume closes at once; old evidence cannot re-trip; state survives a restart", async () => {
+    await replay();
     let svc = service();
     svc.evaluate();
     // Restart: a new service on a new handle to the same file sees the open breaker.
-    store.close();
-    store = new Store(openDatabase(join(dir, "s.db")));
+    await store.close();
+    store = await openSqliteStore(join(dir, "s.db"));
     svc = service();
     expect(svc.route("bad/m")?.model).toBe("fallback/m");
     expect(svc.metrics()).toContain('stallguard_breaker_state{model="bad/m"} 2');
     svc.resume("bad/m", "alice");
     expect(svc.route("bad/m")).toBeNull();
-    ingest(store, stallTransition("ses_b0", now + 5, { verdict: "stalling", id: "p:ses_b0:again:1" }));
+    await storeTransition(
+      store,
+      stallTransition("ses_b0", now + 5, { verdict: "stalling", id: "p:ses_b0:again:1" }),
+    );
     now += 10;
     expect(svc.evaluate()).toEqual([]);
-    store.close();
-    store = new Store(openDatabase(join(dir, "s.db")));
+    await store.close();
+    store = await openSqliteStore(join(dir, "s.db"));
     const view = service().view();
     expect(view.models.find((m) => m.model === "bad/m")).toMatchObject({
       phase: "closed",
@@ -155,7 +157,7 @@ describe("BreakerService", () => {
     ]);
   });
 
-  it("only counts requests inside each session's stall window (since its last landed change)", () => {
+  it("only counts requests inside each session's stall window (since its last landed change)", async () => {
     // bad/m served these sessions only before they landed; they then stalled on good/m.
     for (let i = 0; i < 4; i++) {
       store.recordRequest(served("bad/m", `ses_s${i}`, T0 + i));
@@ -163,13 +165,16 @@ describe("BreakerService", () => {
       store.recordRequest(served("other/m", `ses_o${i}`, T0 + i));
     }
     for (let i = 0; i < 3; i++)
-      ingest(store, stallTransition(`ses_s${i}`, T0 + 10_000 + i, { signals: signalsLanded(T0 + 2000) }));
+      await storeTransition(
+        store,
+        stallTransition(`ses_s${i}`, T0 + 10_000 + i, { signals: signalsLanded(T0 + 2000) }),
+      );
     const trips = service().evaluate();
     expect(trips.map((t) => t.model)).toEqual(["good/m"]);
   });
 
-  it("retention prunes old trips and phase changes, never the current state", () => {
-    replay();
+  it("retention prunes old trips and phase changes, never the current state", async () => {
+    await replay();
     const svc = service();
     expect(svc.evaluate()).toHaveLength(1);
     const bs = new BreakerStore(store.db);
@@ -180,9 +185,9 @@ describe("BreakerService", () => {
     expect(svc.route("bad/m")).toEqual({ model: "fallback/m", header: "bad/m -> fallback/m" });
   });
 
-  it("does nothing when disabled", () => {
+  it("does nothing when disabled", async () => {
     cfg = { ...cfg, enabled: false };
-    replay();
+    await replay();
     expect(service().evaluate()).toEqual([]);
   });
 });

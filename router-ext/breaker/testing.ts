@@ -1,10 +1,11 @@
-// Test helpers for the breaker: a real Store on a temp SQLite file and builders
+// Test helpers for the breaker: a real store on a temp SQLite file and builders
 // for the gate's request records and the reporters' stall transitions.
 import { configSchema, type Transition } from "../../shared/index.ts";
 import { quietSignals, transition } from "../../test/helpers/wire-fixtures.ts";
-import type { IngestOptions, Store } from "../db/store.ts";
-import type { RequestRecord } from "../gate/store.ts";
+import type { ProgressOptions } from "../db/store-progress.ts";
+import type { RequestRecord } from "../gate/types.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
+import type { RouterStore } from "../store/router-store.ts";
 
 export const signals = quietSignals;
 
@@ -42,12 +43,13 @@ export function served(model: string, sessionId: string, at: number, root = sess
   };
 }
 
-/** Ingest options with the default (warn) mode's plan. */
-export const ingestOpts = (now: number): IngestOptions => {
+/** /progress options with the default (warn) mode's plan. */
+export const progressOpts = (now: number): ProgressOptions => {
   const knobs = planKnobs(configSchema.parse({}));
   return { now, plan: (ctx, t) => planTransition(ctx, t, knobs, now) };
 };
 
-export function ingest(store: Store, t: Transition): void {
-  store.ingest([t], ingestOpts(t.at));
+/** Stores one transition as a /progress body would. */
+export async function storeTransition(store: RouterStore, t: Transition): Promise<void> {
+  await store.storeProgress([t], progressOpts(t.at));
 }

@@ -3,7 +3,7 @@
 // config/config.local.yaml, then the admin overrides stored in the router's
 // database, so calibration starts from the thresholds the router runs with.
 import type { Config } from "../../shared/index.ts";
-import { loadRouterConfig } from "../config.ts";
+import { loadRouterConfig } from "../config-with-overrides.ts";
 
 export { packageRoot } from "../../io/config-files.ts";
 

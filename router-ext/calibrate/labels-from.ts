@@ -4,7 +4,7 @@
 // the document is the labels form --labels reads: a false alarm is "healthy",
 // a confirmed loop "loop".
 import { existsSync, readFileSync } from "node:fs";
-import { secretFilePaths } from "../server/secret-files.ts";
+import { secretFilePaths } from "../../io/secret-files.ts";
 import { UsageError } from "./args.ts";
 import { type LabelSet, parseLabelSet } from "./labels.ts";
 

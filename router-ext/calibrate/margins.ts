@@ -11,7 +11,7 @@
 // the current value and bisecting the last gap instead of replaying every
 // step. test/unit/calibrate-margins.test.ts checks it against a full scan.
 import type { Label, Policy, Thresholds } from "../../shared/index.ts";
-import { outcomes, type Prepared } from "./sweep.ts";
+import { type Prepared, tallies } from "./sweep.ts";
 
 export type Knob = Exclude<keyof Thresholds, "window">;
 
@@ -163,7 +163,7 @@ export class Prober {
     const found: string[] = [];
     for (const tree of trees) {
       this.runs++;
-      const res = outcomes({ sessions: tree.sessions, trees: [tree] }, this.policy, thresholds);
+      const res = tallies({ sessions: tree.sessions, trees: [tree] }, this.policy, thresholds);
       const before = found.length;
       for (const s of tree.sessions) {
         const o = res.get(s.id);

@@ -77,7 +77,7 @@ export function parseSince(value: string, now: number): number {
   return t;
 }
 
-export interface CalibrateOutcome {
+export interface CalibrateResult {
   code: number;
   results: ReplayResult[];
   sweep: SweepResult | null;
@@ -288,11 +288,11 @@ function writeReport(
   }
 }
 
-export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<CalibrateOutcome> {
+export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<CalibrateResult> {
   const progress = createProgress(io.stderr, { quiet: opts.quiet });
   const say = (line: string) => (opts.quiet ? io.stderr.write(`${line}\n`) : progress.note(line));
   const r: Run = { opts, io, progress, say };
-  const fail = (message: string, code = 2): CalibrateOutcome => {
+  const fail = (message: string, code = 2): CalibrateResult => {
     progress.done();
     io.stderr.write(`stallguard calibrate: ${message}\n`);
     return { code, results: [], sweep: null, labels: {}, audit: null, margins: null };

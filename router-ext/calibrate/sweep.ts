@@ -15,10 +15,10 @@ export {
   distance,
   evaluatePrepared,
   grid as gridOf,
-  outcomes,
   type Prepared,
   prepare,
   rank,
+  tallies,
 } from "../../shared/index.ts";
 
 export interface SweepResult {

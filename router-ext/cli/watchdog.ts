@@ -3,9 +3,9 @@
 // runs in the foreground on watchdog.interval until interrupted.
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
+import { routerUrlFor } from "../../io/router-link.ts";
 import type { Config } from "../../shared/index.ts";
 import { repeated } from "../calibrate/args.ts";
-import { routerUrlFor } from "../server/router-link.ts";
 import {
   defaultStatePath,
   runWatchdogTick,
@@ -25,7 +25,7 @@ export async function loadWatchdogConfig(
   configPath?: string,
   opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; dbPath?: string | null } = {},
 ): Promise<{ ok: true; config: Config; fileServers: string[] } | { ok: false; error: string }> {
-  const { loadRouterConfig } = await import("../config.ts");
+  const { loadRouterConfig } = await import("../config-with-overrides.ts");
   const { ConfigError } = await import("../../shared/index.ts");
   const log = opts.log;
   try {

@@ -10,10 +10,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import { transition } from "../../test/helpers/wire-fixtures.ts";
 import { served } from "../breaker/testing.ts";
-import type { GateIdentity } from "../gate/store.ts";
+import type { GateIdentity } from "../gate/types.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
-import { openDatabase } from "./open.ts";
-import { Store } from "./store.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 
 const T0 = 1_800_000_000_000;
 const knobs = planKnobs(
@@ -30,29 +29,29 @@ const who = (sessionId: string, over: Partial<GateIdentity> = {}): GateIdentity 
 describe("gate facts on SQLite", () => {
   let dir: string;
   let path: string;
-  let store: Store;
-  beforeEach(() => {
+  let store: SqliteStore;
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-facts-"));
     path = join(dir, "s.db");
-    store = new Store(openDatabase(path));
+    store = await openSqliteStore(path);
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const ingest = (t: ReturnType<typeof transition>, now: number) =>
-    store.ingest([t], { now, plan: (ctx, tr) => planTransition(ctx, tr, knobs, now) });
+  const storeTransition = (t: ReturnType<typeof transition>, now: number) =>
+    store.storeProgress([t], { now, plan: (ctx, tr) => planTransition(ctx, tr, knobs, now) });
 
-  it("memory decides as a store reopened on the file does", () => {
+  it("memory decides as a store reopened on the file does", async () => {
     // The gate learns a tree bottom-up; the plugin reports another tree top-down.
     store.decide(who("child", { parent: "mid" }), T0);
     store.decide(who("mid", { parent: "top" }), T0 + 1);
     store.decide(who("orphan", { parent: "gone" }), T0 + 2);
-    ingest(transition("w", "root", "general", "ok", "looping", T0 + 10), T0 + 10); // stage 1: w refused by the mode
-    ingest(transition("w2", "root", "general", "ok", "looping", T0 + 20), T0 + 20); // stage 2: root capped
-    store.setRefusal("tree", "top", "stopped", "alice", T0 + 30, "admin Stop");
-    store.setRefusal("session", "lone", "stopped", "bob", T0 + 31, null);
-    store.setRefusal("session", "lone", "running", "bob", T0 + 32, null);
+    await storeTransition(transition("w", "root", "general", "ok", "looping", T0 + 10), T0 + 10); // stage 1: w refused by the mode
+    await storeTransition(transition("w2", "root", "general", "ok", "looping", T0 + 20), T0 + 20); // stage 2: root capped
+    await store.setRefusal("tree", "top", "stopped", "alice", T0 + 30, "admin Stop");
+    await store.setRefusal("session", "lone", "stopped", "bob", T0 + 31, null);
+    await store.setRefusal("session", "lone", "running", "bob", T0 + 32, null);
     // Measured contexts: sib over the cap, w compacted since.
     store.decide(who("sib", { parent: "root" }), T0 + 39);
     store.recordRequest({ ...served("m", "sib", T0 + 40, "root"), context_tokens: 5000 });
@@ -84,34 +83,34 @@ describe("gate facts on SQLite", () => {
     expect(live[8]).toMatchObject({ refused: false, overCap: { cap: 4000, tokens: 5000 } });
     expect(live[9]).toMatchObject({ refused: false, rootId: "root" });
     expect(live[12]).toMatchObject({ refused: true, rootId: "top" });
-    store.close();
-    store = new Store(openDatabase(path));
+    await store.close();
+    store = await openSqliteStore(path);
     expect(asked.map((id) => store.peek(id))).toEqual(live);
   });
 
-  it("a prune takes pruned sessions and contexts out of memory too, and keeps stopped trees", () => {
+  it("a prune takes pruned sessions and contexts out of memory too, and keeps stopped trees", async () => {
     store.decide(who("old", { parent: "oldroot" }), T0);
     store.recordRequest({ ...served("m", "old", T0, "oldroot"), context_tokens: 9000 });
     store.decide(who("kid", { parent: "kept" }), T0);
-    store.setRefusal("tree", "kept", "stopped", "alice", T0, null);
-    store.prune(T0 + 100_000, 10_000);
+    await store.setRefusal("tree", "kept", "stopped", "alice", T0, null);
+    await store.prune(T0 + 100_000, 10_000);
     expect(store.facts.rootOf("old")).toBeUndefined();
     expect(store.facts.lastContext("old")).toBeUndefined();
     expect(store.peek(who("kid"))).toMatchObject({ refused: true, rootId: "kept" });
   });
 
-  it("a database that refuses writes: known refusals stay refused, unknown sessions pass, both marked; the writes land later", () => {
+  it("a database that refuses writes: known refusals stay refused, unknown sessions pass, both marked; the writes land later", async () => {
     const logs: string[] = [];
-    store.close();
-    store = new Store(openDatabase(path), { log: (l) => logs.push(l) });
-    store.setRefusal("tree", "top", "stopped", "alice", T0, "admin Stop");
+    await store.close();
+    store = await openSqliteStore(path, { log: (l) => logs.push(l) });
+    await store.setRefusal("tree", "top", "stopped", "alice", T0, "admin Stop");
     store.decide(who("child", { parent: "top" }), T0);
-    store.flush();
+    await store.flush();
     store.db.pragma("query_only = ON"); // SQLite itself refuses every write from here on
     store.recordRequest({ ...served("m", "child", T0 + 1, "top"), refused: true, status: 403 });
-    store.flush();
+    await store.flush();
     expect(store.writes.failing).toMatch(/^SQLITE_READONLY/);
-    expect(store.writable()).toBe(false);
+    expect(await store.writable()).toBe(false);
     expect(store.decide(who("child"), T0 + 2)).toMatchObject({
       refused: true,
       scope: "tree",
@@ -122,18 +121,18 @@ describe("gate facts on SQLite", () => {
       degraded: true,
     });
     store.recordRequest(served("m", "fresh", T0 + 4, "elsewhere"));
-    store.flush();
+    await store.flush();
     expect(store.writes.stats.pending).toBeGreaterThan(0);
-    expect(() => store.setRefusal("tree", "top", "running", "bob", T0 + 5, null)).toThrow(/readonly/);
+    await expect(store.setRefusal("tree", "top", "running", "bob", T0 + 5, null)).rejects.toThrow(/readonly/);
     expect(store.peek(who("child")).refused).toBe(true); // the failed Resume changed nothing
     expect(logs.filter((l) => l.includes("writes failing"))).toHaveLength(1);
 
     store.db.pragma("query_only = OFF");
-    store.writes.drain();
+    await store.writes.drain();
     expect(store.writes.failing).toBeNull();
     expect(store.writes.stats.pending).toBe(0);
     expect(store.decide(who("child"), T0 + 6).degraded).toBeUndefined();
-    store.flush();
+    await store.flush();
     const rows = store.db
       .prepare("SELECT session_id, refused FROM requests ORDER BY started_at")
       .all() as Array<{ session_id: string; refused: number }>;

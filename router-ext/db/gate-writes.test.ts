@@ -7,44 +7,43 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { served } from "../breaker/testing.ts";
-import type { GateIdentity } from "../gate/store.ts";
-import { openDatabase } from "./open.ts";
-import { Store } from "./store.ts";
+import type { GateIdentity } from "../gate/types.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 
 const T0 = 1_800_000_000_000;
 
 describe("the gate's batched writes", () => {
   let dir: string;
-  let store: Store;
+  let store: SqliteStore;
   const statements: string[] = [];
   const count = (re: RegExp) => statements.filter((s) => re.test(s)).length;
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-gate-writes-"));
-    store = new Store(openDatabase(join(dir, "s.db"), { verbose: (sql) => statements.push(String(sql)) }));
+    store = await openSqliteStore(join(dir, "s.db"), { verbose: (sql) => statements.push(String(sql)) });
     statements.length = 0;
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   const who: GateIdentity = { sessionId: "w", agent: "build", parent: "root", pluginVersion: "0.1.0" };
   /** n requests of `id`, one a millisecond from `from`, in batches of 20. */
-  const burst = (id: GateIdentity, from: number, n: number) => {
+  const burst = async (id: GateIdentity, from: number, n: number) => {
     for (let i = 0; i < n; i++) {
       store.decide(id, from + i);
       store.recordRequest({ ...served("m", "w", from + i, "root"), plugin_version: "0.1.0" });
-      if (i % 20 === 19) store.flush();
+      if (i % 20 === 19) await store.flush();
     }
-    store.flush();
+    await store.flush();
   };
   const row = () =>
     store.db
       .prepare("SELECT root_id, last_seen_at, plugin_headers_at FROM sessions WHERE session_id = 'w'")
       .get();
 
-  it("writes every record, the identity once, the last-seen times throttled", () => {
-    burst(who, T0, 200);
+  it("writes every record, the identity once, the last-seen times throttled", async () => {
+    await burst(who, T0, 200);
     expect(count(/^INSERT INTO requests/)).toBe(200);
     expect(count(/^INSERT INTO sessions/)).toBe(1);
     expect(count(/^UPDATE sessions SET parent_id/)).toBe(0);
@@ -55,44 +54,44 @@ describe("the gate's batched writes", () => {
     expect(row()).toEqual({ root_id: "root", last_seen_at: T0 + 19, plugin_headers_at: T0 + 19 });
 
     statements.length = 0;
-    burst(who, T0 + 1500, 20); // a second on: last_seen_at moves, plugin_headers_at not yet
+    await burst(who, T0 + 1500, 20); // a second on: last_seen_at moves, plugin_headers_at not yet
     expect(count(/^UPDATE sessions SET last_seen_at/)).toBe(1);
     expect(count(/^UPDATE sessions SET plugin_version/)).toBe(0);
-    burst(who, T0 + 11_000, 1); // ten seconds on: both move
+    await burst(who, T0 + 11_000, 1); // ten seconds on: both move
     expect(row()).toEqual({ root_id: "root", last_seen_at: T0 + 11_000, plugin_headers_at: T0 + 11_000 });
   });
 
-  it("a plugin process's link is written once in ten seconds, and at once when its state changes", () => {
+  it("a plugin process's link is written once in ten seconds, and at once when its state changes", async () => {
     const link = { instanceId: "inst-1", reportTo: "http://127.0.0.1:4870", state: "ok" as const };
     const links = () => store.db.prepare("SELECT report_state, last_at FROM plugin_links").all();
-    burst({ ...who, link }, T0, 40);
+    await burst({ ...who, link }, T0, 40);
     expect(count(/^INSERT INTO plugin_links/)).toBe(1);
     expect(links()).toEqual([{ report_state: "ok", last_at: T0 + 19 }]);
     statements.length = 0;
-    burst({ ...who, link }, T0 + 1000, 20);
+    await burst({ ...who, link }, T0 + 1000, 20);
     expect(count(/^INSERT INTO plugin_links/)).toBe(0);
-    burst({ ...who, link: { ...link, state: "failing" } }, T0 + 2000, 1);
+    await burst({ ...who, link: { ...link, state: "failing" } }, T0 + 2000, 1);
     expect(links()).toEqual([{ report_state: "failing", last_at: T0 + 2000 }]);
-    burst({ ...who, link: { ...link, state: "failing" } }, T0 + 12_000, 1);
+    await burst({ ...who, link: { ...link, state: "failing" } }, T0 + 12_000, 1);
     expect(links()).toEqual([{ report_state: "failing", last_at: T0 + 12_000 }]);
   });
 
-  it("an identity that changes is learnt again, and the database follows the tree the gate decided on", () => {
-    burst(who, T0, 5);
+  it("an identity that changes is learnt again, and the database follows the tree the gate decided on", async () => {
+    await burst(who, T0, 5);
     statements.length = 0;
-    burst({ ...who, parent: "other" }, T0 + 10, 5);
+    await burst({ ...who, parent: "other" }, T0 + 10, 5);
     expect(count(/^UPDATE sessions SET parent_id/)).toBe(1);
     expect(row()).toMatchObject({ root_id: "other" });
     expect(store.peek({ ...who, parent: null }).rootId).toBe("other");
   });
 
-  it("a bad record is dropped, counted and logged once; the rest of its batch lands", () => {
+  it("a bad record is dropped, counted and logged once; the rest of its batch lands", async () => {
     const logs: string[] = [];
-    store.close();
-    store = new Store(openDatabase(join(dir, "s.db")), { log: (l) => logs.push(l) });
+    await store.close();
+    store = await openSqliteStore(join(dir, "s.db"), { log: (l) => logs.push(l) });
     for (const started_at of [T0, Number.NaN, T0 + 1, Number.NaN, T0 + 2])
       store.recordRequest({ ...served("m", "w", T0, "root"), started_at });
-    store.flush();
+    await store.flush();
     expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 3 });
     expect(store.writes.stats.failed).toBe(2);
     expect(logs.filter((l) => l.includes("request record failed (SQLITE_CONSTRAINT"))).toHaveLength(1);

@@ -1,4 +1,4 @@
-// What the gate writes to SQLite, all of it off the request path: the
+// What the gate writes to the store, all of it off the request path: the
 // identity a request taught (session, parent, agent, plugin version), the
 // plugin process its headers name (instance, report URL, delivery state), the
 // refusal counted once per session and refusal, the request record and the
@@ -12,9 +12,10 @@
 // each such write updates a row and an index, which cost a busy gate more
 // than the request's own record.
 import type { RefusalScope } from "../api/schemas.ts";
-import type { GateIdentity, PluginLinkHeaders, RequestRecord } from "../gate/store.ts";
-import type { ModesStore } from "../modes/store.ts";
-import type { Tables } from "./open-tables.ts";
+import type { GateIdentity, PluginLinkHeaders, RequestRecord } from "../gate/types.ts";
+import { ModesStore } from "../modes/store.ts";
+import type { Sql } from "../store/sql.ts";
+import { openTables, type Tables } from "./open-tables.ts";
 import type { PluginLinkSeen } from "./tables/plugin-links.ts";
 import { isUnavailable, type WriteQueue } from "./write-queue.ts";
 
@@ -44,11 +45,7 @@ export class GateWrites {
   /** Plugin instance -> what was last written of it, and when. */
   private readonly linksWritten = new Map<string, { sig: string; at: number }>();
 
-  constructor(
-    private readonly t: Tables,
-    private readonly modes: ModesStore,
-    private readonly writes: WriteQueue,
-  ) {}
+  constructor(private readonly writes: WriteQueue) {}
 
   /** Files the session under its parent's tree and notes the plugin (and plugin process) that sent it. */
   learn(identity: GateIdentity, sessionId: string, now: number): void {
@@ -100,51 +97,56 @@ export class GateWrites {
       touches: new Map(),
     };
     this.batch = b;
-    this.writes.defer("gate batch", () => {
+    this.writes.defer("gate batch", (q) => {
       if (this.batch === b) this.batch = null;
-      this.write(b);
+      return this.write(b, q);
     });
     return b;
   }
 
-  /** Runs inside the queue's transaction; a write the database refuses rolls the batch back for a retry. */
-  private write(b: Batch): void {
-    const t = this.t;
+  /**
+   * Runs inside the queue's transaction, on tables the facts do not observe
+   * (they learnt all this first); a write the database refuses rolls the
+   * batch back for a retry.
+   */
+  private async write(b: Batch, q: Sql): Promise<void> {
+    const t = openTables(q);
+    const modes = new ModesStore(t);
     for (const { identity, sessionId, key, at } of b.identities.values())
-      this.each("gate identity", () => {
+      await this.each("gate identity", async () => {
         const parent = identity.parent && identity.parent.length <= 200 ? identity.parent : null;
         const agent = identity.agent ? identity.agent.slice(0, 64) : null;
-        t.sessions.learn(
+        await t.sessions.learn(
           { session_id: sessionId, parent_id: parent, root_id: null, agent, source: "gate" },
           at,
         );
-        if (identity.pluginVersion) this.headersSeen(sessionId, identity.pluginVersion, at);
+        if (identity.pluginVersion) await this.headersSeen(t, sessionId, identity.pluginVersion, at);
         remember(this.written, sessionId, key);
       });
     for (const [sessionId, p] of b.plugins)
-      this.each("plugin headers seen", () => this.headersSeen(sessionId, p.version, p.at));
+      await this.each("plugin headers seen", () => this.headersSeen(t, sessionId, p.version, p.at));
     for (const [instanceId, l] of b.links)
-      this.each("plugin link", () => {
-        t.pluginLinks.seen(l.seen, l.at);
+      await this.each("plugin link", async () => {
+        await t.pluginLinks.seen(l.seen, l.at);
         remember(this.linksWritten, instanceId, { sig: l.sig, at: l.at });
       });
     for (const r of b.refusals)
-      this.each("refusal count", () => this.modes.countRefusal(r.sessionId, r.scope, r.refusedAt, r.at));
+      await this.each("refusal count", () => modes.countRefusal(r.sessionId, r.scope, r.refusedAt, r.at));
     for (const r of b.records)
-      this.each("request record", () => {
-        t.requests.insert(r);
-        if (r.refused) t.counters.bump("refusals_total");
+      await this.each("request record", async () => {
+        await t.requests.insert(r);
+        if (r.refused) await t.counters.bump("refusals_total");
       });
     for (const [sessionId, at] of b.touches)
-      this.each("session touch", () => {
-        t.sessions.touch(sessionId, at);
+      await this.each("session touch", async () => {
+        await t.sessions.touch(sessionId, at);
         remember(this.touched, sessionId, at);
       });
   }
 
   /** Headers say a plugin is loaded, not that it reports (plugin_seen_at comes from /progress). */
-  private headersSeen(sessionId: string, version: string, at: number): void {
-    this.t.sessions.headersSeen(sessionId, version.slice(0, 64), at);
+  private async headersSeen(t: Tables, sessionId: string, version: string, at: number): Promise<void> {
+    await t.sessions.headersSeen(sessionId, version.slice(0, 64), at);
     remember(this.headersSeenAt, sessionId, at);
   }
 
@@ -164,9 +166,9 @@ export class GateWrites {
   }
 
   /** One item of the batch: a bad one is dropped (counted, logged once), the rest still go. */
-  private each(label: string, write: () => void): void {
+  private async each(label: string, write: () => Promise<unknown>): Promise<void> {
     try {
-      write();
+      await write();
     } catch (err) {
       if (isUnavailable(err)) throw err;
       this.writes.drop(label, err);

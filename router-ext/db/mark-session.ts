@@ -1,10 +1,11 @@
 // An admin's label on a session, flagged or not: "false alarm" (calibrate's
 // label healthy) or "confirmed loop" (loop), kept with who and when; a later
-// mark replaces it. A false alarm on a flagged session also lifts every
-// refusal in its tree, the way Resume does: the tree's refusal and mode
-// state, and each session refused on its own. On a session never flagged it
-// lifts nothing, and the answer says so. Runs inside the caller's transaction.
+// mark replaces it. What it lifts is decided by router-ext/modes/lifts.ts
+// (markLifts) on the rows gathered here; this writes the answer. On a session
+// never flagged it lifts nothing, and the answer says so. Runs inside the
+// caller's transaction.
 import type { MarkView } from "../api/session-detail.ts";
+import { type MarkLifts, markLifts } from "../modes/lifts.ts";
 import type { ModesStore } from "../modes/store.ts";
 import type { Tables } from "./open-tables.ts";
 import type { MarkKind } from "./tables/marks.ts";
@@ -14,16 +15,21 @@ export type MarkResult =
   | { ok: true; rootId: string; lifted: string[]; mark: MarkView; note: string | null }
   | { ok: false; status: 404; error: string };
 
-export function markSession(
+export async function markSession(
   t: Tables,
   modes: ModesStore,
   m: { sessionId: string; kind: MarkKind; by: string; at: number },
-): MarkResult {
-  const s = t.sessions.get(m.sessionId);
+): Promise<MarkResult> {
+  const s = await t.sessions.get(m.sessionId);
   if (!s) return { ok: false, status: 404, error: `no session ${m.sessionId}` };
-  const flagged = s.worst !== "ok" || s.flags > 0;
   const root = s.root_id;
-  t.marks.set({
+  const lifts = markLifts(
+    m.kind,
+    s,
+    await t.refusals.get("tree", root),
+    await t.refusals.stoppedSessionsInTree(root),
+  );
+  await t.marks.set({
     session_id: m.sessionId,
     root_id: root,
     kind: m.kind,
@@ -32,39 +38,36 @@ export function markSession(
     marked_by: m.by,
     marked_at: m.at,
   });
-  t.counters.bump(`marks_total:${m.kind}`);
-  const lifted = m.kind === "false_alarm" && flagged ? liftTree(t, modes, m, root) : [];
+  await t.counters.bump(`marks_total:${m.kind}`);
+  await liftTree(t, modes, m, root, lifts);
   return {
     ok: true,
     rootId: root,
-    lifted,
+    lifted: lifts.lifted,
     mark: { kind: m.kind, by: m.by, at: m.at, verdict: s.verdict, reason: s.reason },
-    note: markNote(m.kind, flagged, lifted.length > 0),
+    note: markNote(m.kind, lifts.flagged, lifts.lifted.length > 0),
   };
 }
 
-/** Every refusal in the tree, and the mode's hold on it (hard stop, cap, recovery count, open directives). */
-function liftTree(
+/** Writes what markLifts decided: the refusals it names, and the mode's hold on the tree. */
+async function liftTree(
   t: Tables,
   modes: ModesStore,
   m: { sessionId: string; by: string; at: number },
   root: string,
-): string[] {
+  lifts: MarkLifts,
+): Promise<void> {
   const { by, at } = m;
   const reason = `false alarm (${m.sessionId})`;
-  const lifted: string[] = [];
-  if (t.refusals.get("tree", root)?.state === "stopped") {
-    t.refusals.set({ scope: "tree", key: root, state: "running", by, at, reason });
-    t.sessions.clearStopped("tree", root);
-    lifted.push(`tree ${root}`);
+  if (lifts.tree) {
+    await t.refusals.set({ scope: "tree", key: root, state: "running", by, at, reason });
+    await t.sessions.clearStopped("tree", root);
   }
-  for (const key of t.refusals.stoppedSessionsInTree(root)) {
-    t.refusals.set({ scope: "session", key, state: "running", by, at, reason });
-    t.sessions.clearStopped("session", key);
-    lifted.push(`session ${key}`);
+  for (const key of lifts.sessions) {
+    await t.refusals.set({ scope: "session", key, state: "running", by, at, reason });
+    await t.sessions.clearStopped("session", key);
   }
-  modes.resumeTree(root, at);
-  return lifted;
+  if (lifts.resumeTree) await modes.resumeTree(root, at);
 }
 
 /** Why a false alarm lifted nothing, or what a mark on a session never flagged means; null otherwise. */

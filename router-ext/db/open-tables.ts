@@ -1,5 +1,5 @@
-// The store's tables, one module each, all over one database handle.
-import type Database from "better-sqlite3";
+// The store's tables, one repository each, all over one Sql (a connection, or one transaction).
+import type { Sql } from "../store/sql.ts";
 import { capsTable } from "./tables/caps.ts";
 import { countersTable } from "./tables/counters.ts";
 import { directivesTable } from "./tables/directives.ts";
@@ -17,7 +17,7 @@ import { ticksTable } from "./tables/ticks.ts";
 import { transitionsTable } from "./tables/transitions.ts";
 import { treeModesTable } from "./tables/tree-modes.ts";
 
-export function openTables(db: Database.Database) {
+export function openTables(db: Sql) {
   return {
     caps: capsTable(db),
     counters: countersTable(db),

@@ -9,7 +9,7 @@ import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import Database from "better-sqlite3";
-import { privateDir, privateFile } from "../server/secret-files.ts";
+import { privateDir, privateFile } from "../../io/secret-files.ts";
 import { checkDbTarget, STALLGUARD_APPLICATION_ID } from "./db-target.ts";
 import { migrate } from "./migrations.ts";
 

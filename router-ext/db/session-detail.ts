@@ -18,30 +18,30 @@ export const DETAIL_LIMITS = {
   directives: 100,
 };
 
-export function readSessionDetail(
+export async function readSessionDetail(
   t: Tables,
   sessionId: string,
   opts: { now: number; liveWindowMs: number; thresholds: Record<string, number> },
-): SessionDetail | null {
-  const row = t.sessions.one(sessionId);
+): Promise<SessionDetail | null> {
+  const row = await t.sessions.one(sessionId);
   if (!row) return null;
   const session = sessionView(row, opts);
-  const children = t.sessions.children(sessionId, DETAIL_LIMITS.children);
-  const refusals: RefusalView[] = t.refusals
-    .historyFor(sessionId, row.root_id, DETAIL_LIMITS.refusals)
-    .map(refusalView);
-  const cap = t.caps.row(row.root_id);
+  const children = await t.sessions.children(sessionId, DETAIL_LIMITS.children);
+  const refusals: RefusalView[] = (
+    await t.refusals.historyFor(sessionId, row.root_id, DETAIL_LIMITS.refusals)
+  ).map(refusalView);
+  const cap = await t.caps.row(row.root_id);
   return {
     session,
     children,
-    transitions: t.transitions.forSession(sessionId, DETAIL_LIMITS.transitions),
-    samples: t.samples.forSession(sessionId, DETAIL_LIMITS.samples),
-    requests: t.requests.forConversations(
+    transitions: await t.transitions.forSession(sessionId, DETAIL_LIMITS.transitions),
+    samples: await t.samples.forSession(sessionId, DETAIL_LIMITS.samples),
+    requests: await t.requests.forConversations(
       [sessionId, ...children.map((c) => c.session_id)],
       DETAIL_LIMITS.requests,
     ),
     refusals,
-    directives: t.directives.forTree(row.root_id, DETAIL_LIMITS.directives),
+    directives: await t.directives.forTree(row.root_id, DETAIL_LIMITS.directives),
     cap,
     mark: (session.mark ?? null) satisfies MarkView | null,
     thresholds: opts.thresholds,

@@ -20,14 +20,14 @@ interface ViewClock {
  * sessions hides one, then `limit` of the others from `offset`, most recently
  * seen first; the totals say what this answer leaves out.
  */
-export function sessionPage(
+export async function sessionPage(
   tables: Tables,
   opts: ViewClock & { limit: number; offset: number },
-): SessionsResponse {
+): Promise<SessionsResponse> {
   const t = tables.sessions;
-  const { total, attention } = t.counts();
-  const first = t.attention(ATTENTION_MAX);
-  const rest = t.quiet(opts.limit, opts.offset);
+  const { total, attention } = await t.counts();
+  const first = await t.attention(ATTENTION_MAX);
+  const rest = await t.quiet(opts.limit, opts.offset);
   const after = opts.offset + rest.length;
   return {
     sessions: [...first, ...rest].map((r) => sessionView(r, opts)),
@@ -41,6 +41,9 @@ export function sessionPage(
 }
 
 /** Sessions flagged now, looping first, then most recently seen (/metrics' warning series). */
-export function flaggedSessions(tables: Tables, opts: ViewClock & { limit: number }): SessionView[] {
-  return tables.sessions.flagged(opts.limit).map((r) => sessionView(r, opts));
+export async function flaggedSessions(
+  tables: Tables,
+  opts: ViewClock & { limit: number },
+): Promise<SessionView[]> {
+  return (await tables.sessions.flagged(opts.limit)).map((r) => sessionView(r, opts));
 }

@@ -1,5 +1,6 @@
-// Writes that must not hold up the server. better-sqlite3 is synchronous: a
-// write that waits on the lock blocks every request, /health included. So
+// Writes that must not hold up the server, through the store's Sql. A write
+// on a request's path would make the gate wait on the database (and on
+// SQLite, whose driver is synchronous, block every request). So
 // the gate's writes (what a request taught, its record) are deferred into a
 // batch written in one transaction, never on a request's path: once the
 // current turn of the event loop is done when the server is quiet, at most
@@ -10,6 +11,7 @@
 // new writes join it without trying, so the event loop stays free. A write
 // that fails for any other reason is dropped, counted and logged once.
 import { single } from "../prom-text.ts";
+import type { Sql } from "../store/sql.ts";
 
 export interface WriteQueueStats {
   pending: number;
@@ -19,16 +21,33 @@ export interface WriteQueueStats {
   failed: number;
 }
 
+/** One write, given the transaction (or connection) it runs on. */
+export type WriteFn = (q: Sql) => Promise<void>;
+
 interface Write {
   label: string;
-  write: () => void;
+  write: WriteFn;
 }
 
-/** SQLITE_BUSY and its kin: another connection holds the lock. */
+/** SQLITE_BUSY and its kin: another connection holds the lock (PostgreSQL: lock not available, deadlock). */
 export function isBusy(err: unknown): boolean {
   const code = sqliteCode(err);
-  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
+  return (
+    code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED") || ["55P03", "40P01"].includes(code)
+  );
 }
+
+/** PostgreSQL SQLSTATEs and socket errors for a database that cannot take a write now. */
+const UNAVAILABLE_CODES = [
+  "53100",
+  "25006",
+  "57P01",
+  "57P03",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+];
 
 /** The database cannot take a write now (locked, full, read-only, I/O error): worth a retry later. */
 export function isUnavailable(err: unknown): boolean {
@@ -37,7 +56,9 @@ export function isUnavailable(err: unknown): boolean {
     isBusy(err) ||
     ["SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_PERM"].some((c) =>
       code.startsWith(c),
-    )
+    ) ||
+    code.startsWith("08") ||
+    UNAVAILABLE_CODES.includes(code)
   );
 }
 
@@ -56,8 +77,6 @@ export interface WriteQueueOptions {
   batchMax?: number;
   /** Least time between two batches while writes keep coming. Default 10 ms. */
   gapMs?: number;
-  /** Runs writes as one transaction (db.transaction); default runs them as they are. */
-  transaction?: (writes: () => void) => void;
   log?: (line: string) => void;
 }
 
@@ -70,17 +89,23 @@ export class WriteQueue {
   private scheduled: { cancel(): void } | null = null;
   private lastBatchAt = Number.NEGATIVE_INFINITY;
   private failingCode: string | null = null;
+  /** Batches being written now (a read waits for them, to see its own writes). */
+  private readonly inflight = new Set<Promise<unknown>>();
+  private draining: Promise<void> | null = null;
   private delay: number;
   private readonly loggedDrops = new Set<string>();
   readonly stats: WriteQueueStats = { pending: 0, busy: 0, retried: 0, dropped: 0, failed: 0 };
 
-  constructor(private readonly opts: WriteQueueOptions = {}) {
+  constructor(
+    private readonly sql: Sql,
+    private readonly opts: WriteQueueOptions = {},
+  ) {
     this.delay = opts.retryMs ?? 250;
   }
 
-  /** True while writes wait for the database. */
+  /** True while writes wait for the database (or the waiting ones are being retried). */
   get blocked(): boolean {
-    return this.queue.length > 0;
+    return this.queue.length > 0 || this.draining !== null;
   }
 
   /** The error code writes fail with now (full, read-only, I/O), null while they work or only wait on a lock. */
@@ -92,14 +117,14 @@ export class WriteQueue {
    * Runs `write` now, or queues it when the database is locked or failing.
    * Returns true when it ran now. Other errors are thrown to the caller.
    */
-  run(label: string, write: () => void): boolean {
-    this.flush();
+  async run(label: string, write: WriteFn): Promise<boolean> {
+    await this.flush();
     if (this.blocked) {
       this.enqueue([{ label, write }]);
       return false;
     }
     try {
-      write();
+      await write(this.sql);
       this.noteSuccess();
       return true;
     } catch (err) {
@@ -111,40 +136,61 @@ export class WriteQueue {
   }
 
   /** Adds `write` to the next batch: written after this turn of the event loop, or `gapMs` after the last batch. */
-  defer(label: string, write: () => void): void {
+  defer(label: string, write: WriteFn): void {
     this.batch.push({ label, write });
     if (this.scheduled !== null) return;
     const wait = this.lastBatchAt + (this.opts.gapMs ?? 10) - performance.now();
     if (wait <= 0) {
-      const i = setImmediate(() => this.flush());
+      const i = setImmediate(() => void this.flush());
       this.scheduled = { cancel: () => clearImmediate(i) };
     } else {
-      const tm = setTimeout(() => this.flush(), wait);
+      const tm = setTimeout(() => void this.flush(), wait);
       this.scheduled = { cancel: () => clearTimeout(tm) };
     }
   }
 
-  /** Writes the batch now (a read calls this first, to see its own writes). */
-  flush(): void {
+  /**
+   * Writes the batch now and resolves once it and every batch before it is
+   * written (a read calls this first, to see its own writes). Never rejects.
+   */
+  flush(): Promise<void> {
     this.scheduled?.cancel();
     this.scheduled = null;
-    if (this.batch.length === 0) return;
-    this.lastBatchAt = performance.now();
-    const writes = this.batch;
-    this.batch = [];
-    if (this.blocked) this.enqueue(writes);
-    else this.write(writes, false);
+    if (this.batch.length > 0) {
+      this.lastBatchAt = performance.now();
+      const writes = this.batch;
+      this.batch = [];
+      if (this.blocked) this.enqueue(writes);
+      else {
+        const p = this.write(writes, false).catch((err) => this.drop("batch", err));
+        this.inflight.add(p);
+        void p.finally(() => this.inflight.delete(p));
+      }
+    }
+    return this.inflight.size === 0 ? Promise.resolve() : Promise.all(this.inflight).then(() => {});
   }
 
-  /** Retries what waits, oldest first, until the database still refuses. */
-  drain(): void {
+  /** Retries what waits, oldest first, until the database still refuses (one retry at a time). */
+  drain(): Promise<void> {
+    if (this.draining === null)
+      this.draining = this.drainNow().finally(() => {
+        this.draining = null;
+      });
+    return this.draining;
+  }
+
+  private async drainNow(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     while (this.queue.length > 0) {
-      const chunk = this.queue.slice(0, this.opts.batchMax ?? 1000);
-      const done = this.write(chunk, true);
-      this.queue.splice(0, done);
-      if (done < chunk.length) break;
+      // Taken out while written: a write queued meanwhile goes behind them, and an overflow drops only older ones.
+      const chunk = this.queue.splice(0, this.opts.batchMax ?? 1000);
+      const done = await this.write(chunk, true);
+      if (done < chunk.length) {
+        this.queue.unshift(...chunk.slice(done));
+        this.trim();
+        break;
+      }
     }
     this.stats.pending = this.queue.length;
     if (this.queue.length > 0) this.arm();
@@ -169,9 +215,9 @@ export class WriteQueue {
   }
 
   /** Writes what it can, then stops retrying; returns how many writes were still waiting. */
-  close(): number {
-    this.flush();
-    this.drain();
+  async close(): Promise<number> {
+    await this.flush();
+    await this.drain();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     return this.queue.length;
@@ -220,9 +266,9 @@ export class WriteQueue {
    * only the bad one is dropped. Returns how many are done (written or
    * dropped); the rest met an unavailable database (queued when `queued` is false).
    */
-  private write(writes: Write[], queued: boolean): number {
+  private async write(writes: Write[], queued: boolean): Promise<number> {
     try {
-      this.transaction(writes);
+      await this.transaction(writes);
       this.settled(writes.length, queued);
       return writes.length;
     } catch (err) {
@@ -231,7 +277,7 @@ export class WriteQueue {
     for (let i = 0; i < writes.length; i++) {
       const w = writes[i] as Write;
       try {
-        this.transaction([w]);
+        await this.transaction([w]);
         this.settled(1, queued);
       } catch (err) {
         if (isUnavailable(err)) return this.unavailable(err, writes, i, queued);
@@ -241,12 +287,10 @@ export class WriteQueue {
     return writes.length;
   }
 
-  private transaction(writes: Write[]): void {
-    const all = () => {
-      for (const w of writes) w.write();
-    };
-    if (this.opts.transaction) this.opts.transaction(all);
-    else all();
+  private transaction(writes: Write[]): Promise<void> {
+    return this.sql.tx(async (q) => {
+      for (const w of writes) await w.write(q);
+    });
   }
 
   private settled(n: number, queued: boolean): void {
@@ -277,19 +321,23 @@ export class WriteQueue {
 
   private enqueue(writes: Write[]): void {
     this.queue.push(...writes);
-    const max = this.opts.max ?? 10_000;
-    if (this.queue.length > max) {
-      this.stats.dropped += this.queue.length - max;
-      this.queue.splice(0, this.queue.length - max);
-    }
+    this.trim();
     this.stats.pending = this.queue.length;
     this.arm();
+  }
+
+  /** Drops the oldest waiting writes past the bound (counted). */
+  private trim(): void {
+    const max = this.opts.max ?? 10_000;
+    if (this.queue.length <= max) return;
+    this.stats.dropped += this.queue.length - max;
+    this.queue.splice(0, this.queue.length - max);
   }
 
   private arm(): void {
     if (this.timer) return;
     this.timer = setTimeout(
-      () => this.drain(),
+      () => void this.drain(),
       this.failingCode === null ? (this.opts.retryMs ?? 250) : this.delay,
     );
     this.timer.unref?.();

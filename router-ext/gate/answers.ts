@@ -1,6 +1,6 @@
 // The answers the gate gives itself (never forwarded): OpenAI-shaped error
 // bodies for a refusal, a context cap and the gate's own failures.
-import type { GateDecision, GateIdentity } from "./store.ts";
+import type { GateDecision, GateIdentity } from "./types.ts";
 
 export type ErrorBody = { error: { message: string; type: string; code: string } };
 

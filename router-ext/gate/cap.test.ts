@@ -9,18 +9,31 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { openDatabase } from "../db/open.ts";
-import { Store } from "../db/store.ts";
+import { configSchema } from "../../shared/index.ts";
+import { transition } from "../../test/helpers/wire-fixtures.ts";
+import { planKnobs, planTransition } from "../modes/plan.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 import { contextCapBody } from "./index.ts";
 import { keyedFetch as fetch, type ServedGate, serveGate, TEST_CLIENT } from "./testing.ts";
 
 describe("gate context cap (real store, real upstream)", () => {
   let dir: string;
-  let store: Store;
+  let store: SqliteStore;
   let gate: ServedGate;
   let upstreamUrl = "";
   let prompt = 5000;
   let upstreamHits = 0;
+  /** Caps the tree the way a mode does: a stored transition whose plan sets the cap. */
+  const capTree = async (rootId: string, cap: number) => {
+    const knobs = planKnobs(configSchema.parse({}));
+    await store.storeProgress([transition(rootId, null, "build", "ok", "stalling", 1)], {
+      now: 1,
+      plan: (ctx, t) => {
+        const p = planTransition(ctx, t, knobs, 1);
+        return { ...p, effects: { ...p.effects, caps: [{ rootId, cap }] } };
+      },
+    });
+  };
   const server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -39,7 +52,7 @@ describe("gate context cap (real store, real upstream)", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-cap-"));
-    store = new Store(openDatabase(join(dir, "s.db")));
+    store = await openSqliteStore(join(dir, "s.db"));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
     upstreamUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
     gate = await serveGate({
@@ -56,7 +69,7 @@ describe("gate context cap (real store, real upstream)", () => {
   afterAll(async () => {
     await gate?.close();
     await new Promise<void>((r) => server.close(() => r()));
-    store?.close();
+    await store?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -81,11 +94,7 @@ describe("gate context cap (real store, real upstream)", () => {
 
   test("413 context_length_exceeded over the cap; the compaction passes; after it the session passes", async () => {
     expect((await chat("build")).status).toBe(200); // no cap yet: measured at 5000
-    store.modes.applyEffects(
-      { hardStop: null, refuseSessions: [], liftSessions: [], caps: [{ rootId: "ses_c", cap: 4000 }] },
-      [],
-      1,
-    );
+    await capTree("ses_c", 4000);
     const hitsBefore = upstreamHits;
     const capped = await chat("build");
     expect(capped.status).toBe(413);
@@ -99,7 +108,7 @@ describe("gate context cap (real store, real upstream)", () => {
     expect((await chat("compaction")).status).toBe(200);
     expect((await chat("build")).status).toBe(200);
     expect((await chat("build")).status).toBe(200); // measured at 300 now
-    store.flush();
+    await store.flush();
     const statuses = store.db
       .prepare("SELECT status, refused, agent FROM requests WHERE session_id = 'ses_c' ORDER BY seq")
       .all();
@@ -112,7 +121,7 @@ describe("gate context cap (real store, real upstream)", () => {
     ]);
   });
 
-  test("the body names the session and the cap", () => {
+  test("the body names the session and the cap", async () => {
     const b = contextCapBody(
       { sessionId: "ses_x", agent: null, parent: null, pluginVersion: null },
       { cap: 200_000, tokens: 210_000 },

@@ -10,7 +10,7 @@ import { identityFrom } from "./identity.ts";
 import type { GateMetrics } from "./metrics.ts";
 import { costUsd, type Prices } from "./pricing.ts";
 import { BodyRewriter, isCompletionsPath } from "./request-body.ts";
-import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./store.ts";
+import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./types.ts";
 import type { Usage } from "./usage.ts";
 
 /** What an exchange needs from the gate around it. */

@@ -12,7 +12,7 @@
 import type { RefusalScope } from "../api/schemas.ts";
 import type { RefusalChange } from "../db/tables/refusals.ts";
 import { type GateFactsView, type StoppedRefusal, usableSessionId } from "../modes/gate-decision.ts";
-import type { GateIdentity, RequestRecord } from "./store.ts";
+import type { GateIdentity, RequestRecord } from "./types.ts";
 
 /** One change to the facts, as a write makes it. */
 export type GateFactChange =

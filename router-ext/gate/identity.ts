@@ -2,7 +2,7 @@
 // opencode's own), each checked, so a malformed value counts as absent.
 import { z } from "zod";
 import { agentSchema, idSchema } from "../../shared/index.ts";
-import type { GateIdentity, PluginLinkHeaders } from "./store.ts";
+import type { GateIdentity, PluginLinkHeaders } from "./types.ts";
 
 /** An identity header: printable ASCII without spaces, bounded. Anything else counts as absent. */
 export const headerValue = z

@@ -22,4 +22,4 @@ export { costUsd, priceFor } from "./pricing.ts";
 export { type GateOptions, gateProxy, type NodeHandler } from "./proxy.ts";
 export { gateRoutes } from "./routes.ts";
 export { MAX_SCAN_BYTES } from "./scanners.ts";
-export type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./store.ts";
+export type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./types.ts";

@@ -14,7 +14,7 @@ import { headerOf } from "./headers.ts";
 import { createGateMetrics, type GateMetrics } from "./metrics.ts";
 import { type Outgoing, readOutgoing } from "./outgoing-body.ts";
 import type { Prices } from "./pricing.ts";
-import type { GateDecision, GateIdentity, GateStore } from "./store.ts";
+import type { GateDecision, GateIdentity, GateStore } from "./types.ts";
 import { type UpstreamTarget, upstreamTarget } from "./upstream.ts";
 
 /** A body up to this size is read whole before it goes up (with its length); a larger one streams. */

@@ -8,7 +8,7 @@ import { idSchema } from "../../shared/index.ts";
 import { errorBody, json } from "./answers.ts";
 import { type ClientKey, clientKeyOf, unauthorizedBody } from "./client-keys.ts";
 import type { GateMetrics } from "./metrics.ts";
-import type { GateStore } from "./store.ts";
+import type { GateStore } from "./types.ts";
 
 export interface GateRoutesOptions {
   store: GateStore;

@@ -7,7 +7,7 @@ import { GateFacts } from "./facts.ts";
 import { gateFirstServer } from "./mount.ts";
 import { type GateOptions, gateProxy } from "./proxy.ts";
 import { gateRoutes } from "./routes.ts";
-import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./store.ts";
+import type { GateDecision, GateIdentity, GateStore, RequestRecord } from "./types.ts";
 
 /**
  * A GateStore in memory: the real facts (gate/facts.ts) and the real

@@ -3,7 +3,7 @@
 // against the last measured context, and the exemptions.
 import { describe, expect, it } from "vitest";
 import { GateFacts } from "../gate/facts.ts";
-import type { GateIdentity } from "../gate/store.ts";
+import type { GateIdentity } from "../gate/types.ts";
 import { decideGate, refusalReason } from "./gate-decision.ts";
 import { MODES_ACTOR } from "./plan.ts";
 

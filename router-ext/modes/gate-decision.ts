@@ -5,7 +5,7 @@
 // store and every test double call this function over their facts; none of
 // them says who is refused. Nothing here reads a clock or a database.
 import type { RefusalScope } from "../api/schemas.ts";
-import type { GateDecision, GateIdentity } from "../gate/store.ts";
+import type { GateDecision, GateIdentity } from "../gate/types.ts";
 import { MODES_ACTOR } from "./plan.ts";
 
 /** A refusal in force (a lifted one is absent): who set it, when and why. */

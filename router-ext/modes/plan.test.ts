@@ -5,8 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { configSchema, type Transition } from "../../shared/index.ts";
 import { transition as wire } from "../../test/helpers/wire-fixtures.ts";
+import { initialTreeState, parseTreeState } from "./actions.ts";
 import { alertLevel, directiveId, planKnobs, planTransition, type TransitionContext } from "./plan.ts";
-import { initialTreeState, parseTreeState } from "./policy.ts";
 
 const knobsFor = (progress: Record<string, unknown> = {}) => planKnobs(configSchema.parse({ progress }));
 const t = (verdict: Transition["verdict"], session = "w", over: Partial<Transition> = {}): Transition =>

@@ -1,15 +1,21 @@
 // Everything one stored verdict transition causes, decided once and purely:
-// the tree's next mode state (policy.ts), the session's stage, the durable
+// the tree's next mode state (actions.ts), the session's stage, the durable
 // effects (refusals, caps, the hard stop), the directives for a live plugin,
 // the alerts for the notifier and the toasts for the reporting plugin. The
 // store applies state, effects and directives in the ingest transaction; the
 // server delivers alerts, toasts and log lines after the commit.
 import { createHash } from "node:crypto";
-import type { Config, Directive, ToastRequest, Transition } from "../../shared/index.ts";
+import {
+  type Config,
+  type Directive,
+  fromTransition,
+  type ToastRequest,
+  type Transition,
+} from "../../shared/index.ts";
 import type { SessionStage } from "../api/schemas.ts";
 import { transitionAlert } from "../notify/from-transition.ts";
 import type { Alert, Severity } from "../notify/types.ts";
-import { decideOnDetection, type ModeAction, type ModeKnobs, type TreeModeState } from "./policy.ts";
+import { decideOnVerdictChange, type ModeAction, type ModeKnobs, type TreeModeState } from "./actions.ts";
 
 /** Who a mode's own refusals are recorded as (an admin's are recorded by name). */
 export const MODES_ACTOR = "stallguard";
@@ -69,7 +75,7 @@ export function directiveId(transitionId: string): string {
 
 /**
  * The alert lifecycle for a verdict change: a flag triggers at the severity the
- * policy asked for, looping after stalling escalates, a step down from looping
+ * mode's actions asked for, looping after stalling escalates, a step down from looping
  * to stalling keeps the incident open (no alert), ok resolves it.
  */
 export function alertLevel(
@@ -110,12 +116,7 @@ export function planTransition(
   now: number,
 ): TransitionPlan {
   const pluginLive = prev.pluginSeenAt !== null && now - prev.pluginSeenAt <= k.liveWindowMs;
-  const d = decideOnDetection(
-    prev.tree,
-    { sessionId: t.session_id, rootId: t.root_id, verdict: t.verdict, pluginLive, report: t.report },
-    k,
-    now,
-  );
+  const d = decideOnVerdictChange(prev.tree, { ...fromTransition(t), pluginLive, report: t.report }, k, now);
   const plan: TransitionPlan = {
     state: d.state,
     stage: sessionStage(t.verdict, d.state, d.actions),

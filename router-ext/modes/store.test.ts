@@ -7,11 +7,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Directive, Transition, WireSignals } from "../../shared/index.ts";
-import { openDatabase } from "../db/open.ts";
-import { Store } from "../db/store.ts";
+import { openTables } from "../db/open-tables.ts";
 import { createApp } from "../server/app.ts";
 import { LiveConfig } from "../server/live-config.ts";
-import { parseTreeState } from "./policy.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
+import { parseTreeState } from "./actions.ts";
+import { ModesStore } from "./store.ts";
 
 const signals: WireSignals = {
   calls: 30,
@@ -74,7 +75,7 @@ const heartbeat = (at: number, ids: string[]) => ({
 
 describe("modes store (real SQLite file, real /progress app)", () => {
   let dir: string;
-  let store: Store;
+  let store: SqliteStore;
   let clock = 1_000_000;
   const config = (mode: string) =>
     LiveConfig.create({
@@ -100,10 +101,12 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     expect(res.status).toBe(200);
     return (await res.json()) as { accepted: number; duplicates: number; directives: Directive[] };
   };
-  const reopen = () => {
-    store.close();
-    store = new Store(openDatabase(join(dir, "s.db")));
+  const reopen = async () => {
+    await store.close();
+    store = await openSqliteStore(join(dir, "s.db"));
   };
+  /** The modes over the store's tables, outside any transaction. */
+  const modes = () => new ModesStore(openTables(store.sql));
   const treeState = () =>
     parseTreeState(
       "root",
@@ -111,13 +114,13 @@ describe("modes store (real SQLite file, real /progress app)", () => {
         .state,
     );
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-modes-"));
-    store = new Store(openDatabase(join(dir, "s.db")));
+    store = await openSqliteStore(join(dir, "s.db"));
     clock = 1_000_000;
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -141,13 +144,13 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     expect((await post(app, heartbeat(clock, ["root"]))).directives.map((x) => x.id)).toEqual([d.id]);
 
     // A restart keeps the refusal, the stage, the recovery count and the open directive.
-    reopen();
+    await reopen();
     app = appFor();
     expect(store.decide(id, clock).refused).toBe(true);
     expect(treeState()).toMatchObject({ stage: 1, recoveries: [1_000_000], refusedSessions: ["w"] });
-    expect(store.sessions({ now: clock, liveWindowMs: 1e9 }).find((s) => s.session_id === "w")?.stage).toBe(
-      "recovering",
-    );
+    expect(
+      (await store.sessions({ now: clock, liveWindowMs: 1e9 })).find((s) => s.session_id === "w")?.stage,
+    ).toBe("recovering");
     clock += 10_000;
     expect((await post(app, heartbeat(clock, ["root"]))).directives.map((x) => x.id)).toEqual([d.id]);
 
@@ -166,18 +169,18 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     expect(treeState()).toMatchObject({ stage: 1, recoveries: [1_000_000], refusedSessions: [] });
     clock += 10_000;
     expect((await post(app, heartbeat(clock, ["root", "w"]))).directives).toEqual([]);
-    expect(store.refusalLog(10).map((r) => `${r.key} ${r.state} ${r.by}`)).toEqual([
+    expect((await store.refusalLog(10)).map((r) => `${r.key} ${r.state} ${r.by}`)).toEqual([
       "w running stallguard",
       "w stopped stallguard",
     ]);
   });
 
-  it("counts a refusal once per session, however often the client retries", () => {
+  it("counts a refusal once per session, however often the client retries", async () => {
     const app = appFor();
-    return post(app, looping("w", clock)).then(() => {
+    return post(app, looping("w", clock)).then(async () => {
       const id = { sessionId: "w", agent: "general", parent: "root", pluginVersion: null };
       for (let i = 0; i < 6; i++) expect(store.decide(id, clock + i).refused).toBe(true);
-      const counters = store.metrics({ now: clock, liveWindowMs: 1 }).counters;
+      const counters = (await store.metrics({ now: clock, liveWindowMs: 1 })).counters;
       expect(counters.refused_conversations_total).toBe(1);
       const row = store.db.prepare("SELECT requests FROM refused_sessions WHERE session_id = 'w'").get();
       expect(row).toEqual({ requests: 6 });
@@ -199,11 +202,11 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     clock += 60_000;
     const second = await post(app, looping("w2", clock));
     expect(second.directives).toHaveLength(1);
-    expect(store.modes.capOf("root")).toBe(4000);
-    expect(store.sessions({ now: clock, liveWindowMs: 1e9 }).find((s) => s.session_id === "w2")?.stage).toBe(
-      "limited",
-    );
-    reopen();
+    expect(await modes().capOf("root")).toBe(4000);
+    expect(
+      (await store.sessions({ now: clock, liveWindowMs: 1e9 })).find((s) => s.session_id === "w2")?.stage,
+    ).toBe("limited");
+    await reopen();
     app = appFor();
     expect(treeState()).toMatchObject({ stage: 2, capContext: true });
     expect(treeState().recoveries).toHaveLength(2);
@@ -211,12 +214,12 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     const third = await post(app, looping("w3", clock));
     expect(third.directives).toEqual([]);
     expect(treeState()).toMatchObject({ stage: 3, hardStop: true });
-    expect(store.sessions({ now: clock, liveWindowMs: 1e9 }).find((s) => s.session_id === "w3")?.stage).toBe(
-      "stopped",
-    );
+    expect(
+      (await store.sessions({ now: clock, liveWindowMs: 1e9 })).find((s) => s.session_id === "w3")?.stage,
+    ).toBe("stopped");
 
-    store.setRefusal("tree", "root", "running", "admin", clock, "admin Resume");
-    expect(store.modes.capOf("root")).toBeNull();
+    await store.setRefusal("tree", "root", "running", "admin", clock, "admin Resume");
+    expect(await modes().capOf("root")).toBeNull();
     expect(
       store.decide({ sessionId: "w2", agent: "general", parent: "root", pluginVersion: null }, clock).refused,
     ).toBe(false);
@@ -225,7 +228,7 @@ describe("modes store (real SQLite file, real /progress app)", () => {
   it("a session that goes ok gets its mode refusal lifted; an admin's refusal stays", async () => {
     const app = appFor();
     await post(app, looping("w", clock));
-    store.setRefusal("session", "other", "stopped", "admin", clock, "admin Stop");
+    await store.setRefusal("session", "other", "stopped", "admin", clock, "admin Stop");
     await post(
       app,
       looping("w", clock + 1, { id: "p:w:ok:1", verdict: "ok", previous: "looping", reason: null }),
@@ -233,7 +236,7 @@ describe("modes store (real SQLite file, real /progress app)", () => {
     expect(
       store.decide({ sessionId: "w", agent: null, parent: "root", pluginVersion: null }, clock).refused,
     ).toBe(false);
-    expect(store.modes.liftSession("other", "session ok", clock)).toBe(false);
+    expect(await modes().liftSession("other", "session ok", clock)).toBe(false);
   });
 
   it("auto_compact hands out a compact directive and refuses nothing", async () => {
@@ -248,7 +251,7 @@ describe("modes store (real SQLite file, real /progress app)", () => {
   it("the context cap: over-cap once measured, never for the compaction itself, reset by a compaction", async () => {
     const app = appFor("auto_limit_context");
     await post(app, looping("root", clock));
-    expect(store.modes.capOf("root")).toBe(4000);
+    expect(await modes().capOf("root")).toBe(4000);
     const id = { sessionId: "root", agent: "build", parent: null, pluginVersion: null };
     const req = (agent: string, tokens: number, at: number) =>
       store.recordRequest({

@@ -10,8 +10,9 @@
 // Ids, counts and the deterministic incident report only; never content.
 import type { Directive, DirectiveResult } from "../../shared/index.ts";
 import type { Tables } from "../db/open-tables.ts";
+import { recoveryCompleted } from "./actions.ts";
+import { byMode, directiveResultLifts, okLifts } from "./lifts.ts";
 import { MODES_ACTOR, type ModeEffects } from "./plan.ts";
-import { recoveryCompleted } from "./policy.ts";
 
 export { MODES_ACTOR };
 
@@ -28,16 +29,16 @@ export interface PendingOptions {
 /**
  * @example
  * const modes = new ModesStore(tables);
- * modes.applyEffects(plan.effects, plan.directives, now); // inside the ingest transaction
+ * await modes.applyEffects(plan.effects, plan.directives, now); // inside the /progress transaction
  */
 export class ModesStore {
   constructor(private readonly t: Tables) {}
 
-  /** Carries out a plan's refusals, caps, hard stop and directives (call inside the ingest transaction). */
-  applyEffects(e: ModeEffects, directives: readonly Directive[], now: number): void {
+  /** Carries out a plan's refusals, caps, hard stop and directives (call inside the /progress transaction). */
+  async applyEffects(e: ModeEffects, directives: readonly Directive[], now: number): Promise<void> {
     if (e.hardStop) {
-      this.t.directives.closeTree(e.hardStop.rootId, now, "hard_stop");
-      this.t.refusals.set({
+      await this.t.directives.closeTree(e.hardStop.rootId, now, "hard_stop");
+      await this.t.refusals.set({
         scope: "tree",
         key: e.hardStop.rootId,
         state: "stopped",
@@ -46,36 +47,48 @@ export class ModesStore {
         reason: e.hardStop.reason,
       });
     }
-    for (const r of e.refuseSessions) this.setSession(r.sessionId, "stopped", r.reason, now);
-    for (const r of e.liftSessions) this.liftSession(r.sessionId, r.reason, now);
-    for (const c of e.caps) this.t.caps.set(c.rootId, c.cap, now);
-    for (const d of directives) this.t.directives.insert(d, now);
+    for (const r of e.refuseSessions) await this.setSession(r.sessionId, "stopped", r.reason, now);
+    for (const r of e.liftSessions) await this.liftSession(r.sessionId, r.reason, now);
+    for (const c of e.caps) await this.t.caps.set(c.rootId, c.cap, now);
+    for (const d of directives) await this.t.directives.insert(d, now);
   }
 
   /**
-   * The plugin ran a directive. On success the recovery's scoped refusals in
-   * that tree are lifted and the tree state forgets them; on failure they stay
-   * (nothing more is spent) until the session lands, goes ok or is resumed.
-   * Returns false for an unknown or already answered directive.
+   * The plugin ran a directive: what it lifts is modes/lifts.ts
+   * (directiveResultLifts); on success the tree state forgets the recovery's
+   * refusals. Returns false for an unknown or already answered directive.
    */
-  applyResult(r: DirectiveResult, now: number): boolean {
-    const row = this.t.directives.get(r.directive_id);
+  async applyResult(r: DirectiveResult, now: number): Promise<boolean> {
+    const row = await this.t.directives.get(r.directive_id);
     if (!row || row.done_at !== null) return false;
-    this.t.directives.markDone(row.id, now, r.ok, r.ok ? null : r.error);
-    this.t.counters.bump(`directive_results_total:${r.ok ? "ok" : "failed"}`);
+    await this.t.directives.markDone(row.id, now, r.ok, r.ok ? null : r.error);
+    await this.t.counters.bump(`directive_results_total:${r.ok ? "ok" : "failed"}`);
     if (!r.ok) return true;
-    const lifted = new Set(this.t.refusals.stoppedInTree(MODES_ACTOR, row.root_id));
-    if (this.t.refusals.get("session", row.session_id)?.state === "stopped") lifted.add(row.session_id);
-    for (const key of lifted) this.liftSession(key, `${row.action} completed`, now);
-    if (this.t.treeModes.has(row.root_id))
-      this.t.treeModes.update(recoveryCompleted(this.t.treeModes.get(row.root_id)), now);
+    const keys = [...(await this.t.refusals.stoppedInTree(MODES_ACTOR, row.root_id)), row.session_id];
+    const candidates = [];
+    for (const key of keys) candidates.push({ key, refusal: await this.t.refusals.get("session", key) });
+    for (const key of directiveResultLifts(r.ok, candidates))
+      await this.setSession(key, "running", `${row.action} completed`, now);
+    if (await this.t.treeModes.has(row.root_id))
+      await this.t.treeModes.update(recoveryCompleted(await this.t.treeModes.get(row.root_id)), now);
     return true;
   }
 
-  /** The session landed or went ok: a mode's refusal of it has done its job. */
-  liftSession(sessionId: string, reason: string, now: number): boolean {
-    if (!this.refusedByMode(sessionId)) return false;
-    this.setSession(sessionId, "running", reason, now);
+  /** A plan's effect lifts the session: only a mode's own refusal of it goes (modes/lifts.ts byMode). */
+  async liftSession(sessionId: string, reason: string, now: number): Promise<boolean> {
+    if (!(await this.refusedByMode(sessionId))) return false;
+    await this.setSession(sessionId, "running", reason, now);
+    return true;
+  }
+
+  /** A heartbeat reported the session's verdict: lifted when modes/lifts.ts okLifts says so. */
+  async reportedVerdict(
+    sessionId: string,
+    verdict: "ok" | "stalling" | "looping",
+    now: number,
+  ): Promise<boolean> {
+    if (!okLifts(verdict, await this.t.refusals.get("session", sessionId))) return false;
+    await this.setSession(sessionId, "running", "session ok", now);
     return true;
   }
 
@@ -83,28 +96,28 @@ export class ModesStore {
    * Admin Resume of a tree: its mode state starts over (no stored state is the
    * initial one), its caps, open directives and mode refusals go.
    */
-  resumeTree(rootId: string, now: number): void {
-    this.t.treeModes.delete(rootId);
-    this.t.caps.delete(rootId);
-    this.t.directives.closeTree(rootId, now, "resumed");
-    for (const key of this.t.refusals.stoppedInTree(MODES_ACTOR, rootId))
-      this.setSession(key, "running", "tree resumed", now);
+  async resumeTree(rootId: string, now: number): Promise<void> {
+    await this.t.treeModes.delete(rootId);
+    await this.t.caps.delete(rootId);
+    await this.t.directives.closeTree(rootId, now, "resumed");
+    for (const key of await this.t.refusals.stoppedInTree(MODES_ACTOR, rootId))
+      await this.setSession(key, "running", "tree resumed", now);
   }
 
   /**
    * Open directives for the sessions a plugin just reported (session or root
    * id), marked sent. Unacknowledged directives come back on later answers.
    */
-  pendingFor(keys: ReadonlySet<string>, o: PendingOptions): Directive[] {
+  async pendingFor(keys: ReadonlySet<string>, o: PendingOptions): Promise<Directive[]> {
     if (keys.size === 0) return [];
     const resend = o.resendMs ?? 5000;
     const maxSends = o.maxSends ?? 20;
     const out: Directive[] = [];
-    for (const r of this.t.directives.open(o.now - (o.maxAgeMs ?? 3_600_000))) {
+    for (const r of await this.t.directives.open(o.now - (o.maxAgeMs ?? 3_600_000))) {
       if (!keys.has(r.session_id) && !keys.has(r.root_id)) continue;
       if (r.sent_count >= maxSends) continue;
       if (r.last_sent_at !== null && o.now - r.last_sent_at < resend) continue;
-      this.t.directives.markSent(r.id, o.now);
+      await this.t.directives.markSent(r.id, o.now);
       out.push({
         id: r.id,
         action: r.action,
@@ -117,7 +130,7 @@ export class ModesStore {
     return out;
   }
 
-  capOf(rootId: string): number | null {
+  capOf(rootId: string): Promise<number | null> {
     return this.t.caps.get(rootId);
   }
 
@@ -126,23 +139,22 @@ export class ModesStore {
    * refusal (client retries only add to its request count). Returns true for
    * the first request of that refusal.
    */
-  countRefusal(sessionId: string, scope: string, refusalAt: number, now: number): boolean {
-    const first = this.t.refusedSessions.count(sessionId, scope, refusalAt, now) === 1;
-    if (first) this.t.counters.bump("refused_conversations_total");
+  async countRefusal(sessionId: string, scope: string, refusalAt: number, now: number): Promise<boolean> {
+    const first = (await this.t.refusedSessions.count(sessionId, scope, refusalAt, now)) === 1;
+    if (first) await this.t.counters.bump("refused_conversations_total");
     return first;
   }
 
   /** Whether a mode (not an admin) set this session's refusal. */
-  refusedByMode(sessionId: string): boolean {
-    const r = this.t.refusals.get("session", sessionId);
-    return r?.state === "stopped" && r.changed_by === MODES_ACTOR;
+  async refusedByMode(sessionId: string): Promise<boolean> {
+    return byMode(await this.t.refusals.get("session", sessionId));
   }
 
-  prune(cutoff: number): number {
-    return this.t.directives.prune(cutoff) + this.t.refusedSessions.prune(cutoff);
+  async prune(cutoff: number): Promise<number> {
+    return (await this.t.directives.prune(cutoff)) + (await this.t.refusedSessions.prune(cutoff));
   }
 
-  private setSession(key: string, state: "stopped" | "running", reason: string, at: number): void {
-    this.t.refusals.set({ scope: "session", key, state, by: MODES_ACTOR, at, reason });
+  private setSession(key: string, state: "stopped" | "running", reason: string, at: number): Promise<void> {
+    return this.t.refusals.set({ scope: "session", key, state, by: MODES_ACTOR, at, reason });
   }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { configSchema, type Transition, transitionSchema } from "../../shared/index.ts";
+import { initialTreeState } from "../modes/actions.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
-import { initialTreeState } from "../modes/policy.ts";
 import { alertSchema } from "./types.ts";
 
 /** The alert the plan raises for a transition in the default (warn) mode, or null. */

@@ -6,8 +6,9 @@
 import type { Hono as HonoType } from "hono";
 import { Hono } from "hono";
 import type { ProgressMessage } from "../../shared/index.ts";
-import type { IngestResult, Store } from "../db/store.ts";
+import type { ProgressResult } from "../db/store-progress.ts";
 import { isUnavailable } from "../db/write-queue.ts";
+import type { RouterStore } from "../store/router-store.ts";
 import { browserGuard } from "./browser-guard.ts";
 import type { LiveConfig } from "./live-config.ts";
 import { countRefusals, Rejections } from "./rejections.ts";
@@ -23,7 +24,7 @@ import { sessionRoutes } from "./routes/sessions.ts";
 import { treeRoutes } from "./routes/trees.ts";
 
 export interface AppDeps {
-  store: Store;
+  store: RouterStore;
   config: LiveConfig;
   adminToken: string;
   /** The plugin token (STALLGUARD_TOKEN or the plugin.token file): POST /progress always needs it. */
@@ -38,7 +39,7 @@ export interface AppDeps {
    * blind check on a tick) once the POST /progress transaction committed. Its
    * failure is logged; the report stands.
    */
-  afterIngest?: (result: IngestResult, messages: ProgressMessage[]) => void;
+  afterStored?: (result: ProgressResult, messages: ProgressMessage[]) => void;
   /** Further Prometheus text for /metrics (the gate's histograms). */
   extraMetrics?: () => string[];
   /** Sub-apps mounted behind the admin token (their routes must start with /api/). */
@@ -87,7 +88,7 @@ export function createApp(deps: AppDeps): Hono {
   });
   app.notFound((c) => c.json({ error: "not found" }, 404));
 
-  app.route("/", progressRoutes({ ...d, pluginToken: deps.pluginToken, afterIngest: deps.afterIngest }));
+  app.route("/", progressRoutes({ ...d, pluginToken: deps.pluginToken, afterStored: deps.afterStored }));
   app.route("/", healthRoutes({ ...d, version: deps.version }));
   app.route(
     "/",

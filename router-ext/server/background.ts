@@ -3,7 +3,7 @@
 // in-process watchdog loop.
 import type { Config } from "../../shared/index.ts";
 import type { BreakerStore } from "../breaker/store.ts";
-import type { Store } from "../db/store.ts";
+import type { RouterStore } from "../store/router-store.ts";
 
 export interface Job {
   restart(next: Config): void;
@@ -16,26 +16,26 @@ export const pruneEveryMs = (retentionMs: number) =>
 
 /** Prunes at start, then periodically; a failed prune is logged and tried again next time. */
 export function startRetention(d: {
-  store: Store;
+  store: RouterStore;
   breakerStore: BreakerStore;
   config: () => Config;
   now: () => number;
   log: (line: string) => void;
 }): Job {
-  const prune = () => {
+  const prune = async () => {
     try {
       const at = d.now();
       const retention = d.config().progress.retention;
-      const r = { ...d.store.prune(at, retention), ...d.breakerStore.prune(at - retention) };
+      const r = { ...(await d.store.prune(at, retention)), ...d.breakerStore.prune(at - retention) };
       const total = Object.values(r).reduce((a, b) => a + b, 0);
       if (total > 0) d.log(`retention: pruned ${JSON.stringify(r)}`);
     } catch (err) {
       d.log(`retention: prune failed: ${(err as Error).message}`);
     }
   };
-  prune();
+  void prune();
   const every = () => {
-    const t = setInterval(prune, pruneEveryMs(d.config().progress.retention));
+    const t = setInterval(() => void prune(), pruneEveryMs(d.config().progress.retention));
     t.unref();
     return t;
   };

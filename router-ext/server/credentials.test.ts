@@ -2,9 +2,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, write
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { readOrCreateSecret, readSecretFile, secretFilePaths } from "../../io/secret-files.ts";
 import { configSchema } from "../../shared/index.ts";
 import { loadCredentials, tildePath } from "./credentials.ts";
-import { readOrCreateSecret, readSecretFile, secretFilePaths } from "./secret-files.ts";
 
 const dirs: string[] = [];
 const home = () => {

@@ -1,11 +1,8 @@
 // The server's three credentials, each from the environment when set, else
-// from its 0600 file (router-ext/server/secret-files.ts), created on first
-// start: the admin token, the plugin token (POST /progress) and the gate's
-// client keys. Named client keys come from their environment variables only.
+// from its 0600 file (io/secret-files.ts), created on first start: the admin
+// token, the plugin token (POST /progress) and the gate's client keys. Named client keys come from their environment variables only.
 // Bound beyond loopback, every one of them must be a strong token.
 import { homedir } from "node:os";
-import type { Config } from "../../shared/index.ts";
-import type { ClientKey } from "../gate/client-keys.ts";
 import {
   type ResolvedSecret,
   resolveSecret,
@@ -13,7 +10,9 @@ import {
   type SecretFilePaths,
   secretFilePaths,
   secretValue,
-} from "./secret-files.ts";
+} from "../../io/secret-files.ts";
+import type { Config } from "../../shared/index.ts";
+import type { ClientKey } from "../gate/client-keys.ts";
 import { isLoopbackHost, tokenWeakness } from "./security.ts";
 
 export const CLIENT_KEY_ENV = "STALLGUARD_CLIENT_KEY";

@@ -3,19 +3,20 @@
 // behaviour breaker's look at the new verdicts, and the watchdog-blind check
 // on a fresh tick. Nothing here decides; it delivers.
 import type { ProgressMessage } from "../../shared/index.ts";
-import type { IngestResult, Store } from "../db/store.ts";
+import type { ProgressResult } from "../db/store-progress.ts";
 import { type BlindState, blindAlert, initialBlindState } from "../notify/from-watchdog.ts";
 import type { Alert } from "../notify/index.ts";
+import type { RouterStore } from "../store/router-store.ts";
 
 export interface Delivery {
   /** After a POST /progress committed. Never throws. */
-  afterIngest(result: IngestResult, messages: readonly ProgressMessage[]): void;
-  /** Looks at the latest stored watchdog tick (also on a timer, for a tick that is late). Never throws. */
-  checkBlind(): void;
+  afterStored(result: ProgressResult, messages: readonly ProgressMessage[]): void;
+  /** Looks at the latest stored watchdog tick (also on a timer, for a tick that is late). Never rejects. */
+  checkBlind(): Promise<void>;
 }
 
 export interface DeliveryDeps {
-  store: Store;
+  store: RouterStore;
   send: (alert: Alert) => void;
   onVerdicts: (verdicts: ReadonlyArray<"ok" | "stalling" | "looping">) => void;
   log: (line: string) => void;
@@ -27,12 +28,12 @@ export interface DeliveryDeps {
 export function createDelivery(d: DeliveryDeps): Delivery {
   const alert = (a: Alert) => {
     d.send(a);
-    d.store.bump("alerts_total");
+    d.store.bump("alerts_total").catch((err) => d.log(`alerts_total not counted: ${(err as Error).message}`));
   };
   let blind: BlindState = initialBlindState();
-  const checkBlind = () => {
+  const checkBlind = async () => {
     try {
-      const r = blindAlert(blind, d.store.lastWatchdogTick(), {
+      const r = blindAlert(blind, await d.store.lastWatchdogTick(), {
         now: d.now(),
         maxAgeMs: 3 * d.watchdogIntervalMs(),
       });
@@ -47,7 +48,7 @@ export function createDelivery(d: DeliveryDeps): Delivery {
   };
   return {
     checkBlind,
-    afterIngest(result, messages) {
+    afterStored(result, messages) {
       for (const f of result.fresh) {
         for (const a of f.plan.alerts) alert(a);
         for (const line of f.plan.logs) d.log(line);
@@ -59,7 +60,7 @@ export function createDelivery(d: DeliveryDeps): Delivery {
           d.log(`breaker: evaluate failed: ${(err as Error).message}`);
         }
       }
-      if (messages.some((m) => m.type === "watchdog_tick")) checkBlind();
+      if (messages.some((m) => m.type === "watchdog_tick")) void checkBlind();
     },
   };
 }

@@ -1,7 +1,8 @@
 // GET /metrics: Prometheus text exposition (version 0.0.4). Counters come
 // from the database's counters table, so they survive restarts.
-import type { MetricsSnapshot, SessionView } from "../db/store.ts";
+import type { SessionView } from "../api/schemas.ts";
 import { type MetricType, metricLines, promText, type Sample } from "../prom-text.ts";
+import type { MetricsSnapshot } from "../store/router-store.ts";
 
 /** Flagged sessions that get per-session series at most (looping first); the rest are counted. */
 export const WARNING_SERIES_MAX = 200;

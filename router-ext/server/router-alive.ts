@@ -6,47 +6,44 @@
 // outage (at most one interval early). Writes go through the store's write
 // queue, so a write lock held elsewhere delays a mark, never the server.
 import { formatSpan } from "../../shared/index.ts";
-import type { Store } from "../db/store.ts";
+import type { RouterStore } from "../store/router-store.ts";
 
 export interface AliveMarks {
-  stop(): void;
+  stop(): Promise<void>;
 }
 
 export function startAliveMarks(o: {
-  store: Store;
+  store: RouterStore;
   now: () => number;
   version: string;
   log: (line: string) => void;
   intervalMs?: number;
 }): AliveMarks {
-  const runs = o.store.tables.routerRuns;
   let seq: number | null = null;
   // A database that takes no writes (read-only file, full disk) loses the marks, not the server.
-  const write = (label: string, fn: () => void) => {
-    try {
-      o.store.writes.run(label, fn);
-    } catch (err) {
-      o.log(`${label}: not recorded: ${(err as Error).message}`);
-    }
-  };
-  write("router run", () => {
-    const started = o.store.db.transaction(() => runs.start(o.now(), process.pid, o.version))();
-    seq = started.seq;
-    const down = started.outage;
-    if (down)
-      o.log(
-        `router was down from ${new Date(down.from).toISOString()} to ${new Date(down.to).toISOString()} (${formatSpan(down.to - down.from)}, ${down.clean ? "stopped" : "ended without stopping"}); agents through the gate could not reach their model meanwhile`,
-      );
-  });
+  const write = (label: string, fn: () => Promise<void>) =>
+    fn().catch((err) => o.log(`${label}: not recorded: ${(err as Error).message}`));
+  // Awaited by stop(): a stop soon after the start still finds this run's row.
+  const started = write("router run", () =>
+    o.store.routerStarted(o.now(), process.pid, o.version, (started) => {
+      seq = started.seq;
+      const down = started.outage;
+      if (down)
+        o.log(
+          `router was down from ${new Date(down.from).toISOString()} to ${new Date(down.to).toISOString()} (${formatSpan(down.to - down.from)}, ${down.clean ? "stopped" : "ended without stopping"}); agents through the gate could not reach their model meanwhile`,
+        );
+    }),
+  );
   const mark = () => {
-    if (seq !== null) write("router alive", () => runs.alive(seq as number, o.now()));
+    if (seq !== null) void write("router alive", () => o.store.routerAlive(seq as number, o.now()));
   };
   const timer = setInterval(mark, o.intervalMs ?? 15_000);
   timer.unref();
   return {
-    stop() {
+    async stop() {
       clearInterval(timer);
-      if (seq !== null) write("router stop", () => runs.stopped(seq as number, o.now()));
+      await started;
+      if (seq !== null) await write("router stop", () => o.store.routerStopped(seq as number, o.now()));
     },
   };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bearerToken, checkBindHost, generateToken, isLoopbackHost, safeEqual } from "./security.ts";
+import { generateToken } from "../../io/secret-files.ts";
+import { bearerToken, checkBindHost, isLoopbackHost, safeEqual } from "./security.ts";
 
 describe("security", () => {
   it.each([

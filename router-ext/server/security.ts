@@ -1,6 +1,6 @@
 // Who may talk to the server: the bind-address rule and bearer tokens compared
 // in constant time. (Loopback is no credential: every path needs its token.)
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
 
 /** True for an address that only this machine can reach. */
@@ -67,9 +67,4 @@ export function safeEqual(a: string, b: string): boolean {
   const da = createHash("sha256").update(a).digest();
   const db = createHash("sha256").update(b).digest();
   return timingSafeEqual(da, db);
-}
-
-/** A fresh admin token: 32 random bytes, base64url. */
-export function generateToken(): string {
-  return randomBytes(32).toString("base64url");
 }

@@ -6,11 +6,11 @@ import type { Config } from "../../shared/index.ts";
 import { adminRoutes } from "../admin/routes.ts";
 import { breakerRoutes } from "../breaker/routes.ts";
 import { BreakerService } from "../breaker/service.ts";
-import { BreakerStore } from "../breaker/store.ts";
+import type { BreakerStore } from "../breaker/store.ts";
 import { VERSION } from "../cli/version.ts";
-import type { Store } from "../db/store.ts";
 import { createGateMetrics, gateProxy, gateRoutes } from "../gate/index.ts";
 import { createNotifier, type Notifier, notifierRoutes } from "../notify/index.ts";
+import type { RouterStore } from "../store/router-store.ts";
 import { createApp } from "./app.ts";
 import type { Credentials } from "./credentials.ts";
 import { createDelivery } from "./deliver.ts";
@@ -44,7 +44,9 @@ export interface Parts {
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
   now: () => number;
-  store: Store;
+  store: RouterStore;
+  /** The breaker's tables; on SQLite only so far (the same file as the store). */
+  breakerStore: BreakerStore;
   cfg: () => Config;
   credentials: Credentials;
 }
@@ -60,13 +62,13 @@ export function buildServices(p: Parts) {
   const { clientKeys, clientKeyHint } = p.credentials;
   const notify = swappableNotifier(createNotifier(cfg().notifications, { env, log }));
   // The behaviour breaker: state and trips in the same database, evaluated on stall verdicts.
-  const breakerStore = new BreakerStore(store.db);
+  const breakerStore = p.breakerStore;
   const breaker = new BreakerService({
     store: breakerStore,
     config: () => cfg().breaker,
     notify: (a) => {
       notify.notifier.send(a);
-      store.bump("alerts_total");
+      store.bump("alerts_total").catch((err) => log(`alerts_total not counted: ${(err as Error).message}`));
     },
     log,
     now,
@@ -119,7 +121,7 @@ export function buildApp(p: Parts, s: Services, live: LiveConfig) {
     version: VERSION,
     log,
     now,
-    afterIngest: s.delivery.afterIngest,
+    afterStored: s.delivery.afterStored,
     adminApps: [notifierRoutes(s.notify.notifier), breakerRoutes(s.breaker)],
     openApps: [
       adminRoutes({ log }),

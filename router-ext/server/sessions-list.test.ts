@@ -6,8 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Heartbeat } from "../../shared/index.ts";
 import { heartbeatSession, transition } from "../../test/helpers/wire-fixtures.ts";
 import type { SessionsResponse } from "../api/schemas.ts";
-import { openDatabase } from "../db/open.ts";
-import { Store } from "../db/store.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 import { createApp } from "./app.ts";
 import { LiveConfig } from "./live-config.ts";
 
@@ -24,7 +23,7 @@ const heartbeat = (at: number, ids: string[]): Heartbeat => ({
 });
 
 describe("the session list and /metrics under volume", () => {
-  let store: Store;
+  let store: SqliteStore;
   let config: LiveConfig;
   let app: ReturnType<typeof createApp>;
   let now = T0;
@@ -46,7 +45,7 @@ describe("the session list and /metrics under volume", () => {
 
   beforeEach(async () => {
     now = T0;
-    store = new Store(openDatabase(":memory:"), { now: () => now });
+    store = await openSqliteStore(":memory:", { now: () => now });
     config = LiveConfig.create({ fileLayers: [], flags: {}, overrides: [] });
     app = createApp({
       store,
@@ -66,9 +65,9 @@ describe("the session list and /metrics under volume", () => {
       transition("ses_was", null, "build", "stalling", "ok", T0 + 2, { reason: null }),
       transition("ses_marked", null, "build", "ok", "stalling", T0 + 3),
     ]);
-    store.setRefusal("session", "ses_refused", "stopped", "alice", T0, "admin Stop");
+    await store.setRefusal("session", "ses_refused", "stopped", "alice", T0, "admin Stop");
     await post(heartbeat(T0 + 4, ["ses_refused"]));
-    expect(store.mark("ses_marked", "confirmed_loop", "bob", T0 + 5).ok).toBe(true);
+    expect((await store.mark("ses_marked", "confirmed_loop", "bob", T0 + 5)).ok).toBe(true);
     await post([transition("ses_marked", null, "build", "stalling", "ok", T0 + 6, { reason: null })]);
     // Then 2,100 fresh quiet sessions, all seen later than those four.
     now = T0 + 60_000;
@@ -80,7 +79,7 @@ describe("the session list and /metrics under volume", () => {
         ),
       );
   });
-  afterEach(() => store.close());
+  afterEach(async () => await store.close());
 
   const ATTENTION = ["ses_loop", "ses_marked", "ses_refused", "ses_was"];
 

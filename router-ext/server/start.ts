@@ -1,23 +1,24 @@
 // The one place that opens the database and listens: the composition root.
-// It wires the pieces in named steps (config layers, the SQLite store, the
+// It wires the pieces in named steps (config layers, the store on SQLite, the
 // notifier, breaker and gate, the app, listen, the background jobs), hands
 // knob changes to hot-reload.ts and closes everything in one shutdown.
 
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { loadConfigLayers } from "../../io/config-files.ts";
+import { announceRouter } from "../../io/router-link.ts";
 import type { Config } from "../../shared/index.ts";
+import { BreakerStore } from "../breaker/store.ts";
 import { VERSION } from "../cli/version.ts";
-import { defaultDbPath, openDatabase } from "../db/open.ts";
-import { Store } from "../db/store.ts";
+import { defaultDbPath } from "../db/open.ts";
 import { gateFirstServer } from "../gate/index.ts";
 import { createNotifier } from "../notify/index.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 import { type Job, startRetention, startWatchdogJob } from "./background.ts";
 import { loadCredentials } from "./credentials.ts";
 import { hotReload } from "./hot-reload.ts";
 import { ConfigError, flagsLayer, LiveConfig } from "./live-config.ts";
 import { startAliveMarks } from "./router-alive.ts";
-import { announceRouter } from "./router-link.ts";
 import { checkBindHost } from "./security.ts";
 import { buildApp, buildServices, type Parts, type Services } from "./services.ts";
 
@@ -66,9 +67,13 @@ export { ConfigError };
  * write lock held by another process must not freeze the server (the store
  * queues the gate's writes; /progress answers 503 and the plugin retries).
  */
-function openStore(path: string, from: "--db" | "server.db" | null) {
+async function openStore(
+  path: string,
+  from: "--db" | "server.db" | null,
+  d: { now: () => number; log: (line: string) => void },
+): Promise<SqliteStore> {
   try {
-    return openDatabase(path, { busyTimeoutMs: 50 });
+    return await openSqliteStore(path, { busyTimeoutMs: 50, now: d.now, log: d.log });
   } catch (err) {
     const what = from ?? "the default database path";
     throw new Error(
@@ -101,7 +106,7 @@ function loadStartConfig(opts: StartOptions, env: NodeJS.ProcessEnv) {
 }
 
 /** The store, and the live config over the files, the flags and the stored knob overrides. */
-function openStoreAndConfig(
+async function openStoreAndConfig(
   opts: StartOptions,
   loaded: ReturnType<typeof loadStartConfig>,
   d: { env: NodeJS.ProcessEnv; now: () => number; log: (line: string) => void },
@@ -109,17 +114,17 @@ function openStoreAndConfig(
   const { base, files, flags } = loaded;
   const dbPath = base.server.db ?? defaultDbPath(d.env);
   const from = opts.dbPath ? "--db" : base.server.db ? "server.db" : null;
-  const store = new Store(openStore(dbPath, from), { now: d.now, log: d.log });
+  const store = await openStore(dbPath, from, d);
   try {
     const live = LiveConfig.create({
       fileLayers: files.fileLayers,
       flags,
-      overrides: store.knobOverrides(),
+      overrides: await store.knobOverrides(),
       log: d.log,
     });
     return { store, live, dbPath };
   } catch (err) {
-    store.close();
+    await store.close();
     throw err;
   }
 }
@@ -169,8 +174,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const loaded = loadStartConfig(opts, env);
   const { base } = loaded;
   const credentials = loadCredentials(base, env);
-  const { store, live, dbPath } = openStoreAndConfig(opts, loaded, { env, now, log });
-  const parts: Parts = { env, log, now, store, cfg: () => live.get(), credentials };
+  const { store, live, dbPath } = await openStoreAndConfig(opts, loaded, { env, now, log });
+  const breakerStore = new BreakerStore(store.db);
+  const parts: Parts = { env, log, now, store, breakerStore, cfg: () => live.get(), credentials };
   const s = buildServices(parts);
   let gate = s.buildGate(live.get());
   const app = buildApp(parts, s, live);
@@ -179,8 +185,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     { port: base.server.port, host: base.server.host },
     () => gate,
     log,
-  ).catch((err: unknown) => {
-    store.close();
+  ).catch(async (err: unknown) => {
+    await store.close();
     void s.notify.notifier.close(0);
     throw err;
   });
@@ -261,12 +267,12 @@ async function shutdown(
   jobs: Awaited<ReturnType<typeof startJobs>>,
   server: ReturnType<typeof serve>,
   s: Services,
-  store: Store,
+  store: SqliteStore,
 ): Promise<void> {
   unsubscribe();
   await jobs.retention.stop();
   await jobs.blind.stop();
-  jobs.alive.stop();
+  await jobs.alive.stop();
   s.breaker.stop();
   await jobs.watchdog.stop();
   await new Promise<void>((resolve) => {
@@ -274,5 +280,5 @@ async function shutdown(
     if ("closeAllConnections" in server) server.closeAllConnections();
   });
   await s.notify.notifier.close(500);
-  store.close();
+  await store.close();
 }

@@ -3,7 +3,7 @@
 // tick, each walked up to its root and read with its whole tree, through the
 // read-only reader calibrate shares. One snapshot per tree, and the event
 // loop gets a turn between trees, since `serve` ticks in-process. I/O only;
-// judging is judge.ts.
+// judging is replay-trees.ts.
 import { OpencodeDb, OpencodeDbError, type SessionRow } from "../opencode-db/reader.ts";
 import type { WatchedSession, WatchedTree } from "./discover.ts";
 

@@ -3,7 +3,7 @@
 // their messages, from opencode's own database (every local session) and from
 // the opencode servers that answer (remote or other users' instances). A
 // session the database already gave is not read again from a server. I/O
-// only; judging is judge.ts.
+// only; judging is replay-trees.ts.
 import type { StoredMessage } from "../../shared/index.ts";
 import { type DbSeen, emptyDbSeen, readDbSource } from "./db-source.ts";
 import { type ApiSession, OpencodeApi, ShapeError } from "./opencode-api.ts";

@@ -5,7 +5,6 @@
 export { type DbSeen, type DbState, readDbSource } from "./db-source.ts";
 export { buildDigest, type DigestCall, type DigestInput } from "./digest.ts";
 export { discover, type Seen } from "./discover.ts";
-export { judgeTick, judgeTree, type RouterOutcome, settleTick } from "./judge.ts";
 export { acquireLock, type Lock } from "./lock.ts";
 export {
   startWatchdogLoop,
@@ -16,6 +15,7 @@ export {
   type WatchdogLoopOptions,
 } from "./loop.ts";
 export { askSecondOpinion, parseOpinion, type SecondOpinion } from "./ollama.ts";
+export { type RouterStatus, replayTick, replayTree, settleTick } from "./replay-trees.ts";
 export { collectServers, rcServersPath, readRcServers, serversFromRegistry } from "./servers.ts";
 export { defaultStatePath, loadState, saveState, type WatchdogState } from "./state.ts";
 export { runWatchdogTick, type WatchdogTickOptions, type WatchdogTickResult } from "./tick.ts";

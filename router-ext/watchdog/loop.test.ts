@@ -68,12 +68,12 @@ describe("in-process loop", () => {
 });
 
 describe("timer detection", () => {
-  test("user unit dir follows XDG_CONFIG_HOME", () => {
+  test("user unit dir follows XDG_CONFIG_HOME", async () => {
     expect(userUnitDir({ XDG_CONFIG_HOME: "/c", HOME: "/h" })).toBe("/c/systemd/user");
     expect(userUnitDir({ HOME: "/h" })).toBe("/h/.config/systemd/user");
   });
 
-  test("falls back to the unit file when systemctl does not know the unit", () => {
+  test("falls back to the unit file when systemctl does not know the unit", async () => {
     const dir = join(tmp, "units");
     expect(timerInstalled({ dir, env: { ...process.env, HOME: tmp } })).toBe(false);
     rmSync(dir, { recursive: true, force: true });
@@ -84,7 +84,7 @@ describe("timer detection", () => {
 });
 
 describe("watchdog CLI helpers", () => {
-  test("every --server flag is kept, in both spellings", () => {
+  test("every --server flag is kept, in both spellings", async () => {
     expect(serverFlags(["--once", "--server", "http://a:1", "--server=http://b:2", "--router", "x"])).toEqual(
       ["http://a:1", "http://b:2"],
     );
@@ -106,14 +106,13 @@ describe("watchdog CLI helpers", () => {
   });
 
   test("admin overrides stored in the router's database reach the timer's ticks", async () => {
-    const { openDatabase } = await import("../db/open.ts");
-    const { Store } = await import("../db/store.ts");
+    const { openSqliteStore } = await import("../store/sqlite-store.ts");
     const dbPath = join(tmp, "db", "stallguard.db");
-    const store = new Store(openDatabase(dbPath));
-    store.setKnobOverride("watchdog.local_llm_enabled", false, "test", 1);
-    store.setKnobOverride("thresholds.top_warn", 9, "test", 1);
-    store.setKnobOverride("watchdog.servers", ["http://attacker.example:4096"], "test", 1);
-    store.close();
+    const store = await openSqliteStore(dbPath);
+    await store.setKnobOverride("watchdog.local_llm_enabled", false, "test", 1);
+    await store.setKnobOverride("thresholds.top_warn", 9, "test", 1);
+    await store.setKnobOverride("watchdog.servers", ["http://attacker.example:4096"], "test", 1);
+    await store.close();
     const r = await loadWatchdogConfig(undefined, { dbPath });
     expect(r.ok && r.config.watchdog.local_llm_enabled).toBe(false);
     expect(r.ok && r.config.thresholds.top_warn).toBe(9);

@@ -1,10 +1,11 @@
 // One watchdog tick, the shell: take the lock, load the state, read what
 // opencode runs (discover.ts: its database, then its servers), judge it
-// (judge.ts, pure), ask the local model about flagged changes, report to the
+// (replay-trees.ts, pure), ask the local model about flagged changes, report to the
 // router, raise the router-down alert, save the state. It reports; it never
 // aborts or compacts anything.
 
 import { postProgress } from "../../io/progress-client.ts";
+import { readSecretFile, secretFilePaths } from "../../io/secret-files.ts";
 import {
   type Config,
   type ProgressMessage,
@@ -15,25 +16,24 @@ import {
   watchdogModel,
 } from "../../shared/index.ts";
 import { opencodeDbPath } from "../opencode-db/path.ts";
-import { readSecretFile, secretFilePaths } from "../server/secret-files.ts";
 import type { DbState } from "./db-source.ts";
 import { notifyCritical } from "./desktop.ts";
 import { buildDigest } from "./digest.ts";
 import { discover } from "./discover.ts";
+import { acquireLock } from "./lock.ts";
+import { askSecondOpinion, type SecondOpinion } from "./ollama.ts";
 import {
   activeSince,
   type BlindReason,
-  type Judged,
-  judgeTick,
-  type RouterOutcome,
+  type ReplayedSession,
+  type RouterStatus,
+  replayTick,
   settleTick,
-} from "./judge.ts";
-import { acquireLock } from "./lock.ts";
-import { askSecondOpinion, type SecondOpinion } from "./ollama.ts";
+} from "./replay-trees.ts";
 import { authFor, opencodeAuthHeader, rcServersPath, readRcServers } from "./servers.ts";
 import { loadState, saveState } from "./state.ts";
 
-export type { RouterOutcome };
+export type { RouterStatus };
 
 export interface WatchdogTickOptions {
   config: Config;
@@ -89,7 +89,7 @@ export interface WatchdogTickResult {
   blindReason: BlindReason | null;
   /** Verdict changes found this tick (sent, or attempted when the router was down). */
   transitions: Transition[];
-  router: RouterOutcome;
+  router: RouterStatus;
   /** The router-down desktop alert was sent on this tick. */
   alerted: boolean;
   /** Second-opinion requests made to the local model. */
@@ -114,12 +114,12 @@ function coveredIn(text: string): string[] {
   }
 }
 
-/** Posts in batches; the first batch that fails decides the outcome. */
+/** Posts in batches; the first batch that fails decides the status. */
 async function report(
   url: string,
   messages: ProgressMessage[],
   opts: { token: string | null; timeoutMs: number; fetchImpl: typeof fetch },
-): Promise<{ outcome: RouterOutcome; detail: string; covered: string[] }> {
+): Promise<{ status: RouterStatus; detail: string; covered: string[] }> {
   const covered: string[] = [];
   for (let i = 0; i < messages.length; i += BATCH) {
     const r = await postProgress(url, messages.slice(i, i + BATCH), {
@@ -127,12 +127,12 @@ async function report(
       timeoutMs: opts.timeoutMs,
       fetch: opts.fetchImpl,
     });
-    if (r.status === "retry") return { outcome: "down", detail: r.detail, covered };
+    if (r.status === "retry") return { status: "down", detail: r.detail, covered };
     if (r.status !== "sent")
-      return { outcome: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}`, covered };
+      return { status: r.status, detail: `${r.detail} ${r.text.slice(0, 300)}`, covered };
     covered.push(...coveredIn(r.text));
   }
-  return { outcome: "ok", detail: "", covered };
+  return { status: "ok", detail: "", covered };
 }
 
 function tokenFrom(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | null {
@@ -145,7 +145,7 @@ function tokenFrom(opts: WatchdogTickOptions, env: NodeJS.ProcessEnv): string | 
 
 /** The local model's opinion on each flagged change; a down or slow model leaves it null. */
 async function secondOpinions(
-  changed: Array<{ judged: Judged; transition: Transition }>,
+  changed: Array<{ replayed: ReplayedSession; transition: Transition }>,
   opts: WatchdogTickOptions,
   fetchImpl: typeof fetch,
   log: (line: string) => void,
@@ -154,10 +154,10 @@ async function secondOpinions(
   if (!config.local_compute.enabled || !config.watchdog.local_llm_enabled) return 0;
   const model = watchdogModel(config);
   let calls = 0;
-  for (const { judged, transition } of changed) {
-    if (judged.verdict === "ok") continue;
+  for (const { replayed, transition } of changed) {
+    if (replayed.verdict === "ok") continue;
     calls++;
-    const c = judged.change;
+    const c = replayed.change;
     const op: SecondOpinion | null = await askSecondOpinion({
       baseUrl: config.verification.base_url,
       model,
@@ -166,7 +166,7 @@ async function secondOpinions(
         verdict: c.verdict,
         reason: c.reason,
         signals: c.signals,
-        calls: judged.calls,
+        calls: replayed.calls,
       }),
       timeoutMs: config.watchdog.timeout,
       fetchImpl,
@@ -240,13 +240,13 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
   try {
     const prev = loadState(opts.statePath, log);
     const seen = await see(opts, activeSince(prev, opts.config, at), env, log);
-    const j = judgeTick(prev, seen, opts.config, at, { blindAfter: opts.blindAfter });
+    const j = replayTick(prev, seen, opts.config, at, { blindAfter: opts.blindAfter });
     for (const line of j.logs) log(line);
     result.modelCalls = await secondOpinions(j.changed, opts, fetchImpl, log);
-    const sent = j.changed.filter(({ judged, transition }) => {
+    const sent = j.changed.filter(({ replayed, transition }) => {
       const check = parseProgressBody(transition);
       if (!check.ok)
-        log(`watchdog: dropped an invalid transition for ${judged.session.id}: ${check.errors[0]}`);
+        log(`watchdog: dropped an invalid transition for ${replayed.session.id}: ${check.errors[0]}`);
       return check.ok;
     });
     Object.assign(result, {
@@ -273,7 +273,7 @@ export async function runWatchdogTick(opts: WatchdogTickOptions): Promise<Watchd
       timeoutMs: wd.timeout,
       fetchImpl,
     });
-    result.router = router.outcome;
+    result.router = router.status;
     const settled = settleTick(j, sent, { ...router, url: opts.routerUrl }, seen);
     for (const line of settled.logs) log(line);
     if (settled.alert) {

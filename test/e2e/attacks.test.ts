@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateToken } from "../../router-ext/server/security.ts";
+import { generateToken } from "../../io/secret-files.ts";
 import { type RunningServer, startServer } from "../../router-ext/server/start.ts";
 import { launchChromium } from "../helpers/admin-browser.ts";
 import { type Raw, raw, snapshot, spawnServe, startRecorder } from "../helpers/attack-tools.ts";

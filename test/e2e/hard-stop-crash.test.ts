@@ -9,8 +9,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDatabase } from "../../router-ext/db/open.ts";
-import { Store } from "../../router-ext/db/store.ts";
 import { planKnobs, planTransition } from "../../router-ext/modes/plan.ts";
+import { openSqliteStore } from "../../router-ext/store/sqlite-store.ts";
 import { configSchema } from "../../shared/index.ts";
 import { bundleChild } from "../helpers/child-bundle.ts";
 import { transition } from "../helpers/wire-fixtures.ts";
@@ -27,9 +27,9 @@ let seed: string;
 
 /** Everything a hard stop writes, as one comparable value. */
 function snapshot(path: string): string {
-  const store = new Store(openDatabase(path));
+  const db = openDatabase(path);
   try {
-    const all = (sql: string) => store.db.prepare(sql).all();
+    const all = (sql: string) => db.prepare(sql).all();
     return JSON.stringify({
       transitions: all("SELECT id FROM transitions ORDER BY id"),
       refusals: all("SELECT scope, key, state, changed_by FROM refusals ORDER BY scope, key"),
@@ -40,7 +40,7 @@ function snapshot(path: string): string {
       counters: all("SELECT name, value FROM counters ORDER BY name"),
     });
   } finally {
-    store.close();
+    db.close();
   }
 }
 
@@ -70,16 +70,19 @@ beforeAll(async () => {
   child = await bundleChild("ingest-child.ts", join(dir, "ingest-child.mjs"));
   // The tree's first recovery (stage 1: the session refused, a directive open).
   seed = join(dir, "seed.db");
-  const store = new Store(openDatabase(seed));
-  store.ingest([looping("w1", T0)], { now: T0, plan: (ctx, t) => planTransition(ctx, t, knobs, T0) });
-  store.close();
+  const store = await openSqliteStore(seed);
+  await store.storeProgress([looping("w1", T0)], {
+    now: T0,
+    plan: (ctx, t) => planTransition(ctx, t, knobs, T0),
+  });
+  await store.close();
 });
-afterAll(() => {
+afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe("a hard stop killed at any step", () => {
-  test("leaves none or all of it", () => {
+  test("leaves none or all of it", async () => {
     const before = snapshot(seed);
     const whole = runChild(0);
     expect(whole.signal).toBeNull();

@@ -4,10 +4,12 @@
 // stored session (command text and answers only). Another writer in the same
 // checkout can write between the calls and while one runs. Returns the
 // verdict and the landed count after every call on both paths.
+
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { hooksOf } from "../../plugin/_test-hooks.ts";
 import { Stallguard } from "../../plugin/runtime.ts";
 import { loadSettings } from "../../plugin/settings.ts";
 import { WorktreeProbe } from "../../plugin/worktree-probe.ts";
@@ -74,7 +76,7 @@ export async function landingSession(script: LandingScript, policy: Policy): Pro
     const messages: StoredMessage[] = [
       { info: { id: "m0", role: "user", time: { created: clock } }, parts: [{ type: "text", text: "go" }] },
     ];
-    sg.chatMessage(
+    hooksOf(sg).chatMessage(
       { sessionID: id, agent: "build", messageID: "m0" },
       { message: messages[0]?.info, parts: [] },
     );
@@ -83,15 +85,15 @@ export async function landingSession(script: LandingScript, policy: Policy): Pro
       write(dir, script.between?.(i) ?? {}, true);
       await pause(TURN_GAP_MS);
       clock += 1000;
-      await sg.headers({ sessionID: id, agent: "build", model: { id: "m" } }, { headers: {} });
+      await hooksOf(sg).headers({ sessionID: id, agent: "build", model: { id: "m" } }, { headers: {} });
       const input = { tool: "bash", sessionID: id, callID: `c${i}`, args: { command, description: "Run" } };
-      await sg.toolBefore(input, { args: input.args });
+      await hooksOf(sg).toolBefore(input, { args: input.args });
       // The command starts: the probe's quick look at the call's start has read its times.
       await probe.idle();
       write(dir, script.during?.(i) ?? {}, true);
       const { exit, output } = run(dir, command);
       const metadata = { exit, output, truncated: false };
-      sg.toolAfter(input, { title: command, output, metadata });
+      hooksOf(sg).toolAfter(input, { title: command, output, metadata });
       await probe.idle();
       await sg.settled();
       const signals = sg.forest.get(id)?.signals();

@@ -4,7 +4,7 @@
 // line, {"value": ...} or {"error": ...}.
 // Usage: node secret-race-child.mjs (bundled by the test)
 import { createInterface } from "node:readline";
-import { readOrCreateSecret } from "../../router-ext/server/secret-files.ts";
+import { readOrCreateSecret } from "../../io/secret-files.ts";
 
 const lines = createInterface({ input: process.stdin });
 lines.on("line", (line) => {

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import type { CalibrateOptions, CalibrateOutcome } from "../../router-ext/calibrate/run.ts";
+import type { CalibrateOptions, CalibrateResult } from "../../router-ext/calibrate/run.ts";
 import { median } from "../../shared/index.ts";
 import { besideRepo } from "../helpers/beside-repo.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
@@ -27,7 +27,7 @@ describe.skipIf(!present)(
   (first.present ? second : first).title("the real-trajectories corpora"),
   { timeout: 60_000 },
   () => {
-    let run: { outcome: CalibrateOutcome; out: string; err: string };
+    let run: { outcome: CalibrateResult; out: string; err: string };
 
     test("every labelled loop is flagged and no healthy run is, per set and per half; the audit is the replay", async () => {
       run = await calibrate({ exports: [CORPUS, CORPUS2], split: true });

@@ -9,7 +9,7 @@ import { loadConfig } from "../../router-ext/calibrate/config.ts";
 import { type Knob, margins, SCANS, scanValues } from "../../router-ext/calibrate/margins.ts";
 import { renderMargins } from "../../router-ext/calibrate/render.ts";
 import { loadExports, type SourceSession, sessionsFromExport } from "../../router-ext/calibrate/sources.ts";
-import { outcomes, prepare } from "../../router-ext/calibrate/sweep.ts";
+import { prepare, tallies } from "../../router-ext/calibrate/sweep.ts";
 import { type Label, type Policy, policyFromConfig, type Thresholds } from "../../shared/index.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 
@@ -135,7 +135,7 @@ describe("the gallop agrees with a plain scan of every step", () => {
         const current = policy.thresholds[m.knob];
         const range = SCANS[m.knob](current, policy.thresholds);
         const trouble = (v: number) => {
-          const res = outcomes(prepared, policy, { ...policy.thresholds, [m.knob]: v } as Thresholds);
+          const res = tallies(prepared, policy, { ...policy.thresholds, [m.knob]: v } as Thresholds);
           const ids = prepared.sessions.map((s) => s.id);
           return {
             flagged: ids.filter((id) => labels[id] === "healthy" && res.get(id)?.worst !== "ok"),

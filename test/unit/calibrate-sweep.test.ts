@@ -9,11 +9,11 @@ import {
   distance,
   evaluatePrepared,
   gridOf,
-  outcomes,
   parseGrid,
   prepare,
   rank,
   runSweep,
+  tallies,
 } from "../../router-ext/calibrate/sweep.ts";
 import { evaluateCandidate, parseConfig, policyFromConfig, replay, sweep } from "../../shared/index.ts";
 import { besideRepo } from "../helpers/beside-repo.ts";
@@ -43,7 +43,7 @@ describe("prepared replay agrees with shared/replay.ts", () => {
       { dup_warn: 0.9, top_warn: 30, fail_warn: 20 },
     ]) {
       const thresholds = { ...policy.thresholds, ...candidate };
-      const fast = outcomes(prepared, policy, thresholds);
+      const fast = tallies(prepared, policy, thresholds);
       const slow = replay(sessions, { ...policy, thresholds });
       for (const r of slow) {
         expect({

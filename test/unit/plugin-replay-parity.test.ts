@@ -8,9 +8,11 @@
 //
 // Also here, on the same live path: a failed tool part gives the same outcome
 // as the stored adapter, and no report carries anything of the tools' answers.
+
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { hooksOf } from "../../plugin/_test-hooks.ts";
 import { startReceiver } from "../../plugin/_test-receiver.ts";
 import { type ProbeLike, Stallguard } from "../../plugin/runtime.ts";
 import { loadSettings } from "../../plugin/settings.ts";
@@ -78,7 +80,7 @@ function liveSteps(s: SourceSession): Step[] {
           kind: "compaction",
           sessionId: s.id,
           clock: created,
-          run: (sg) => sg.headers({ sessionID: s.id, agent: "compaction" }, { headers: {} }),
+          run: (sg) => hooksOf(sg).headers({ sessionID: s.id, agent: "compaction" }, { headers: {} }),
         });
         continue;
       }
@@ -92,7 +94,7 @@ function liveSteps(s: SourceSession): Step[] {
           clock: created,
           run: (sg) => {
             for (const p of parts)
-              sg.event({
+              hooksOf(sg).event({
                 type: "message.part.updated",
                 properties: { part: { ...p, sessionID: s.id, messageID: info.id } },
               });
@@ -106,7 +108,7 @@ function liveSteps(s: SourceSession): Step[] {
         sessionId: s.id,
         clock: created,
         run: (sg) =>
-          sg.chatMessage(
+          hooksOf(sg).chatMessage(
             { sessionID: s.id, agent: info.agent, messageID: info.id },
             { message: { ...info, sessionID: s.id }, parts },
           ),
@@ -125,7 +127,7 @@ function liveSteps(s: SourceSession): Step[] {
         sessionId: s.id,
         clock: created,
         run: (sg) =>
-          sg.headers(
+          hooksOf(sg).headers(
             { sessionID: s.id, agent, model: { id: info.modelID, providerID: info.providerID } },
             { headers: {} },
           ),
@@ -138,7 +140,7 @@ function liveSteps(s: SourceSession): Step[] {
       sessionId: s.id,
       clock: completed,
       run: (sg) =>
-        sg.event({
+        hooksOf(sg).event({
           type: "message.updated",
           properties: {
             sessionID: s.id,
@@ -160,13 +162,13 @@ function liveSteps(s: SourceSession): Step[] {
         clock: time,
         run: (sg) => {
           if (state.status === "completed") {
-            sg.toolAfter(
+            hooksOf(sg).toolAfter(
               { tool: part.tool, sessionID: s.id, callID: live.callID, args: state.input },
               { title: state.title ?? "", output: state.output, metadata: state.metadata },
             );
           }
           // Published after the hook; counted only when the hook did not count the call.
-          sg.event(event);
+          hooksOf(sg).event(event);
         },
       });
     }
@@ -196,7 +198,7 @@ async function liveTicks(tree: SourceSession[], pol: Policy): Promise<Tick[]> {
   const all = tree.flatMap((s, si) => liveSteps(s).map((step, i) => ({ step, si, i })));
   all.sort((a, b) => a.step.time - b.step.time || a.si - b.si || a.i - b.i);
   for (const s of tree) {
-    sg.event({
+    hooksOf(sg).event({
       type: "session.created",
       properties: { info: { id: s.id, parentID: s.parentId ?? undefined } },
     });
@@ -392,7 +394,7 @@ describe("the live path's answers stay local", () => {
         time: { start: 1000, end: 1000 },
       },
     };
-    sg.event({ type: "message.part.updated", properties: { part: errorPart } });
+    hooksOf(sg).event({ type: "message.part.updated", properties: { part: errorPart } });
     const stored = fromToolPart(errorPart, {
       sessionId: "ses_x",
       parentId: null,
@@ -403,7 +405,7 @@ describe("the live path's answers stay local", () => {
     clock = 2000;
     const bashArgs = { command: "python check.py", description: "Run" };
     const metadata = { exit: 1, output: "Traceback: boom", truncated: false };
-    sg.toolAfter(
+    hooksOf(sg).toolAfter(
       { tool: "bash", sessionID: "ses_x", callID: "call_2", args: bashArgs },
       { title: "python check.py", output: "Traceback: boom", metadata },
     );
@@ -463,8 +465,8 @@ describe("the live path's answers stay local", () => {
     const SECRET_ARG = "PRIVARG_5512";
     for (let i = 0; i < 14; i++) {
       clock += 1000;
-      await sg.headers({ sessionID: "ses_p", agent: "build", model: { id: "m" } }, { headers: {} });
-      sg.toolAfter(
+      await hooksOf(sg).headers({ sessionID: "ses_p", agent: "build", model: { id: "m" } }, { headers: {} });
+      hooksOf(sg).toolAfter(
         {
           tool: "bash",
           sessionID: "ses_p",

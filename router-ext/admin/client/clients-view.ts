@@ -60,7 +60,7 @@ export function mountClients(api: Api, alive: () => boolean): void {
       id: "clients",
       title: "Client keys",
       after: "sessions",
-      view: "sessions",
+      tab: "sessions",
       refreshMs: REFRESH_MS,
       load: (root) => load(api, root),
     },

@@ -2,9 +2,9 @@
 import { formatSpan } from "../../../shared/browser.ts";
 import { dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
-import type { EventRow, RouterEventRow } from "./schemas.ts";
+import type { EventView, RouterEventView } from "./schemas.ts";
 
-function transitionRow(e: EventRow, now: number): HTMLElement {
+function transitionRow(e: EventView, now: number): HTMLElement {
   return h(
     "tr",
     { "data-event-session": e.session_id },
@@ -23,7 +23,7 @@ function transitionRow(e: EventRow, now: number): HTMLElement {
 }
 
 /** The router was down: agents going through the gate could not reach their model meanwhile. */
-function outageRow(r: RouterEventRow, now: number): HTMLElement {
+function outageRow(r: RouterEventView, now: number): HTMLElement {
   const how = r.clean
     ? "it was stopped"
     : "it ended without stopping (crash, kill or power loss; from its last alive mark)";
@@ -41,10 +41,10 @@ function outageRow(r: RouterEventRow, now: number): HTMLElement {
 
 export function renderEvents(
   root: HTMLElement,
-  events: EventRow[],
+  events: EventView[],
   problems: string[],
   now: number,
-  outages: RouterEventRow[] = [],
+  outages: RouterEventView[] = [],
 ): void {
   const rows = [
     ...events.map((e) => ({ at: e.at, el: transitionRow(e, now) })),

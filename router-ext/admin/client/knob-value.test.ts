@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { displayValue, knobSection, parseControl } from "./knob-value.ts";
-import type { Knob } from "./schemas.ts";
+import type { KnobView } from "./schemas.ts";
 
-const knob = (over: Partial<Knob>): Knob => ({
+const knob = (over: Partial<KnobView>): KnobView => ({
   path: "x.y",
   value: 1,
   default: 1,

@@ -4,17 +4,17 @@
 // shared/index.ts also exports node-only modules (node:crypto), so the browser
 // bundle imports this one pure module directly instead of the barrel.
 import { formatDuration } from "../../../shared/browser.ts";
-import type { Knob } from "./schemas.ts";
+import type { KnobView } from "./schemas.ts";
 
 export type Parsed = { ok: true; value: unknown } | { ok: false; error: string };
 
 /** A knob that may be null (its value or default is null, or the server says so). */
-export function isNullable(knob: Knob): boolean {
+export function isNullable(knob: KnobView): boolean {
   return knob.nullable === true || knob.value === null || knob.default === null;
 }
 
 /** The text a control shows for a value. */
-export function displayValue(knob: Knob, value: unknown): string {
+export function displayValue(knob: KnobView, value: unknown): string {
   if (value === null || value === undefined) return "";
   if (knob.kind === "duration" && typeof value === "number") return formatDuration(value);
   if (knob.kind === "json" || (typeof value === "object" && !Array.isArray(value)))
@@ -32,7 +32,7 @@ function splitList(text: string, separator: RegExp): string[] {
 }
 
 /** The wire value for a control's raw input (the checkbox state for booleans). */
-export function parseControl(knob: Knob, raw: string | boolean): Parsed {
+export function parseControl(knob: KnobView, raw: string | boolean): Parsed {
   if (knob.kind === "boolean") return { ok: true, value: raw === true };
   const text = String(raw).trim();
   if (text === "" && isNullable(knob)) return { ok: true, value: null };

@@ -5,11 +5,11 @@
 import type { Api } from "./api.ts";
 import { button, h, problemList, replace } from "./dom.ts";
 import { displayValue, isNullable, knobSection, parseControl } from "./knob-value.ts";
-import type { ExcludedKnob, Knob } from "./schemas.ts";
+import type { ExcludedKnob, KnobView } from "./schemas.ts";
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
 
-function controlFor(knob: Knob): Control {
+function controlFor(knob: KnobView): Control {
   const id = `knob-${knob.path}`;
   switch (knob.kind) {
     case "boolean": {
@@ -66,19 +66,19 @@ function rawOf(c: Control): string | boolean {
   return c instanceof HTMLInputElement && c.type === "checkbox" ? c.checked : c.value;
 }
 
-function setControl(c: Control, knob: Knob, value: unknown): void {
+function setControl(c: Control, knob: KnobView, value: unknown): void {
   if (c instanceof HTMLInputElement && c.type === "checkbox") c.checked = value === true;
   else c.value = displayValue(knob, value);
 }
 
-function rangeText(k: Knob): string {
+function rangeText(k: KnobView): string {
   if (k.min !== undefined && k.max !== undefined) return `${k.min}..${k.max}`;
   if (k.min !== undefined) return `>= ${k.min}`;
   if (k.max !== undefined) return `<= ${k.max}`;
   return "";
 }
 
-function defaultText(k: Knob): string {
+function defaultText(k: KnobView): string {
   if (Array.isArray(k.default)) {
     if (k.default.length === 0) return "(empty list)";
     if (k.default.length > 3) return `${k.default.length} items`;
@@ -88,11 +88,11 @@ function defaultText(k: Knob): string {
 }
 
 /** The value differs from the shipped default (from a config file or this page). */
-export function isChanged(knob: Pick<Knob, "value" | "default">): boolean {
+export function isChanged(knob: Pick<KnobView, "value" | "default">): boolean {
   return JSON.stringify(knob.value) !== JSON.stringify(knob.default);
 }
 
-function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
+function knobRow(knob: KnobView, api: Api): HTMLTableRowElement {
   const control = controlFor(knob);
   const status = h("span", { class: "knob-status", role: "status" });
   const errorBox = h("span", { class: "err knob-error", role: "alert" });
@@ -174,12 +174,12 @@ function knobRow(knob: Knob, api: Api): HTMLTableRowElement {
 /** Renders the knob tables (grouped by section) and the excluded list into `root`. */
 export function renderKnobs(
   root: HTMLElement,
-  knobs: Knob[],
+  knobs: KnobView[],
   excluded: ExcludedKnob[],
   problems: string[],
   api: Api,
 ): void {
-  const sections = new Map<string, Knob[]>();
+  const sections = new Map<string, KnobView[]>();
   for (const k of knobs) {
     const s = knobSection(k.path);
     const list = sections.get(s);

@@ -1,6 +1,6 @@
 // The admin page's entry point (bundled by deploy/build.mjs to dist/admin/app.js).
 // Token from the fragment or IndexedDB, then a refresh loop over the API; the
-// fragment's view (views.ts) picks what is shown: the Sessions readout, a
+// fragment's tab (tabs.ts) picks what is shown: the Sessions readout, a
 // session page, alerts and the breaker, or the knobs.
 import * as z from "zod/mini";
 import { parseDuration } from "../../../shared/browser.ts";
@@ -14,21 +14,22 @@ import { exportLabels } from "./labels-export.ts";
 import { renderChannels, renderDeliveries } from "./notifier-view.ts";
 import { headersOnlyNote } from "./plugin-state.ts";
 import {
-  channelSchema,
+  channelViewSchema,
   deliverySchema,
-  eventSchema,
+  eventViewSchema,
   type Health,
   healthSchema,
-  type Knob,
-  knobSchema,
+  type KnobView,
   knobsResponseSchema,
+  knobViewSchema,
   listIn,
   parseRows,
-  routerEventSchema,
-  sessionRowSchema,
+  routerEventViewSchema,
+  sessionViewSchema,
 } from "./schemas.ts";
 import { loadSessionPage } from "./session-page.ts";
 import { renderSessions } from "./sessions-view.ts";
+import { parseTab, type Tab } from "./tabs.ts";
 import {
   createTokenStore,
   DEFAULT_PREFS,
@@ -37,7 +38,6 @@ import {
   tokenFromFragment,
 } from "./token.ts";
 import { mountBreaker } from "./trips.ts";
-import { parseView, type View } from "./views.ts";
 import { watchdogNote, watchdogState } from "./watchdog-line.ts";
 
 // The page's CSP has no 'unsafe-eval': keep zod from probing for it.
@@ -75,8 +75,8 @@ let api: Api | null = null;
 /** Bumped on every start and on 401, so an old refresh loop stops itself. */
 let generation = 0;
 let timer: ReturnType<typeof setTimeout> | undefined;
-let knobs: Knob[] = [];
-let view: View = parseView(location.hash);
+let knobs: KnobView[] = [];
+let tab: Tab = parseTab(location.hash);
 
 function setStatus(text: string, error = false): void {
   el.status.textContent = text;
@@ -134,21 +134,21 @@ function watchdogLine(health: Health, now: number): HTMLElement {
   return h("span", {}, ...parts);
 }
 
-/** Shows the sections of the current view and marks its nav link. */
-function showView(): void {
-  for (const section of el.app.querySelectorAll<HTMLElement>("[data-view]"))
-    section.hidden = section.dataset.view !== view.name;
+/** Shows the sections of the current tab and marks its nav link. */
+function showTab(): void {
+  for (const section of el.app.querySelectorAll<HTMLElement>("[data-tab]"))
+    section.hidden = section.dataset.tab !== tab.name;
   for (const a of document.querySelectorAll<HTMLElement>("[data-nav]")) {
-    const current = a.dataset.nav === view.name || (view.name === "session" && a.dataset.nav === "sessions");
+    const current = a.dataset.nav === tab.name || (tab.name === "session" && a.dataset.nav === "sessions");
     if (current) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
 }
 
-async function openView(): Promise<void> {
-  view = parseView(location.hash);
-  showView();
-  if (view.name === "session") await showSession(view.id);
+async function openTab(): Promise<void> {
+  tab = parseTab(location.hash);
+  showTab();
+  if (tab.name === "session") await showSession(tab.id);
 }
 
 async function showSession(id: string): Promise<void> {
@@ -215,7 +215,7 @@ async function refresh(): Promise<void> {
 
     if (sessions !== undefined) {
       const list = listIn(sessions, "sessions");
-      const parsed = parseRows(list ?? [], sessionRowSchema, "sessions");
+      const parsed = parseRows(list ?? [], sessionViewSchema, "sessions");
       if (list === null) parsed.problems.push("sessions: response has no sessions list");
       replace(el.sessionsProblems, ...parsed.problems.map((p) => h("li", {}, p)));
       const counts = renderSessions(el.sessions, parsed.rows, {
@@ -235,9 +235,9 @@ async function refresh(): Promise<void> {
       replace(el.marksLine, ...marksLine(parsed.rows));
     }
     if (events !== undefined) {
-      const parsed = parseRows(listIn(events, "events") ?? [], eventSchema, "events");
+      const parsed = parseRows(listIn(events, "events") ?? [], eventViewSchema, "events");
       const outageList = Array.isArray(events) ? [] : (listIn(events, "router_events") ?? []);
-      const outages = parseRows(outageList, routerEventSchema, "router_events");
+      const outages = parseRows(outageList, routerEventViewSchema, "router_events");
       renderEvents(el.events, parsed.rows, [...parsed.problems, ...outages.problems], now, outages.rows);
     }
     if (deliveries !== undefined) {
@@ -257,7 +257,7 @@ async function loadKnobs(): Promise<void> {
   if (!current) return;
   try {
     const body = knobsResponseSchema.parse(await current.get("/api/knobs"));
-    const parsed = parseRows(body.knobs, knobSchema, "knobs");
+    const parsed = parseRows(body.knobs, knobViewSchema, "knobs");
     knobs = parsed.rows;
     renderKnobs(el.knobs, knobs, body.excluded, parsed.problems, current);
   } catch (err) {
@@ -272,7 +272,7 @@ async function loadChannels(): Promise<void> {
   try {
     const body = await current.get("/api/channels", { optional: true });
     const list = body === null ? null : listIn(body, "channels");
-    const parsed = parseRows(list ?? [], channelSchema, "channels");
+    const parsed = parseRows(list ?? [], channelViewSchema, "channels");
     renderChannels(
       el.channels,
       list === null ? null : parsed.rows,
@@ -293,7 +293,7 @@ function schedule(gen: number): void {
   timer = setTimeout(async () => {
     if (gen !== generation) return;
     await refresh();
-    if (gen === generation && view.name === "session") await showSession(view.id);
+    if (gen === generation && tab.name === "session") await showSession(tab.id);
     if (gen === generation) schedule(gen);
   }, REFRESH_MS);
 }
@@ -307,8 +307,8 @@ async function start(token: string): Promise<void> {
   setStatus("loading");
   mountBreaker(api, () => gen === generation);
   mountClients(api, () => gen === generation);
-  showView();
-  await Promise.all([loadKnobs(), loadChannels(), refresh(), openView()]);
+  showTab();
+  await Promise.all([loadKnobs(), loadChannels(), refresh(), openTab()]);
   if (gen === generation) schedule(gen);
 }
 
@@ -336,8 +336,8 @@ async function boot(): Promise<void> {
     void store.savePrefs(prefs);
     void refresh();
   });
-  el.refreshNow.addEventListener("click", () => void refresh().then(openView));
-  window.addEventListener("hashchange", () => void openView());
+  el.refreshNow.addEventListener("click", () => void refresh().then(openTab));
+  window.addEventListener("hashchange", () => void openTab());
   el.reloadKnobs.addEventListener("click", () => void loadKnobs());
   el.forget.addEventListener("click", async () => {
     await store.forget();

@@ -3,12 +3,12 @@
 import type { Api } from "./api.ts";
 import { button, dataTable, h, problemList, replace } from "./dom.ts";
 import { fmtAgo, fmtTime } from "./format.ts";
-import type { Channel, Delivery } from "./schemas.ts";
+import type { ChannelView, Delivery } from "./schemas.ts";
 
 const SEVERITIES = ["info", "warning", "critical"];
 
 function channelRow(
-  ch: Channel,
+  ch: ChannelView,
   api: Api,
   reload: () => Promise<void>,
   onSent: () => Promise<void>,
@@ -63,7 +63,7 @@ function channelRow(
 
 export function renderChannels(
   root: HTMLElement,
-  channels: Channel[] | null,
+  channels: ChannelView[] | null,
   problems: string[],
   api: Api,
   reload: () => Promise<void>,

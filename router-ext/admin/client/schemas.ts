@@ -1,26 +1,26 @@
 // What the page reads from the HTTP API: the server's own response schemas
-// (router-ext/api/schemas.ts), under the names the views use. Each row is
+// (router-ext/api/schemas.ts), under their own names. Each row is
 // parsed on its own so one bad row is reported, not fatal.
 export {
-  type ChannelView as Channel,
-  channelViewSchema as channelSchema,
+  type ChannelView,
+  channelViewSchema,
   type Delivery,
   deliverySchema,
-  type EventView as EventRow,
+  type EventView,
   type ExcludedKnob,
-  eventViewSchema as eventSchema,
+  eventViewSchema,
   type Health,
   healthSchema,
   type KnobKind,
-  type KnobView as Knob,
+  type KnobView,
   knobKinds,
   knobsResponseSchema,
-  knobViewSchema as knobSchema,
+  knobViewSchema,
   listIn,
   parseRows,
-  type RouterEventView as RouterEventRow,
+  type RouterEventView,
   type RowsResult,
-  routerEventViewSchema as routerEventSchema,
-  type SessionView as SessionRow,
-  sessionViewSchema as sessionRowSchema,
+  routerEventViewSchema,
+  type SessionView,
+  sessionViewSchema,
 } from "../../api/schemas.ts";

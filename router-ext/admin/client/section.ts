@@ -7,8 +7,8 @@ import { h, replace } from "./dom.ts";
 export interface SectionSpec {
   id: string;
   title: string;
-  /** The page view it belongs to (main.ts shows one view's sections at a time). */
-  view: string;
+  /** The tab it belongs to (main.ts shows one tab's sections at a time). */
+  tab: string;
   /** Inserted before this section (when it is on the page), else after `after`, else at the end. */
   before?: string;
   after?: string;
@@ -22,7 +22,7 @@ function sectionBody(spec: SectionSpec): HTMLElement | null {
   const app = document.getElementById("app");
   if (!app) return null;
   const body = h("div", { id: `${spec.id}-body` });
-  const section = h("section", { id: spec.id, "data-view": spec.view }, h("h2", {}, spec.title), body);
+  const section = h("section", { id: spec.id, "data-tab": spec.tab }, h("h2", {}, spec.title), body);
   const before = spec.before ? document.getElementById(spec.before) : null;
   const after = spec.after ? document.getElementById(spec.after) : null;
   if (before && before.parentElement === app) app.insertBefore(section, before);

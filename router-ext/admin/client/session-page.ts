@@ -5,7 +5,7 @@ import { markResponseSchema, sessionDetailSchema } from "../../api/session-detai
 import { type Api, ApiError } from "./api.ts";
 import { h, replace } from "./dom.ts";
 import { renderSessionPage } from "./session-view.ts";
-import { viewHash } from "./views.ts";
+import { tabHash } from "./tabs.ts";
 
 export interface SessionPageDeps {
   root: HTMLElement;
@@ -34,7 +34,7 @@ export async function loadSessionPage(id: string, d: SessionPageDeps): Promise<v
       h(
         "h2",
         {},
-        h("a", { href: viewHash({ name: "sessions" }), class: "back" }, "< Sessions"),
+        h("a", { href: tabHash({ name: "sessions" }), class: "back" }, "< Sessions"),
         ` session ${id}`,
       ),
       h("div", { class: "err", id: "session-error" }, (err as Error).message),

@@ -13,7 +13,7 @@ import { markButtons, markWords, wasFlagged } from "./mark-words.ts";
 import { PLUGIN_TITLE } from "./plugin-state.ts";
 import { actionsOf, sessionTimeline } from "./session-history.ts";
 import { svgElement } from "./svg-dom.ts";
-import { viewHash } from "./views.ts";
+import { tabHash } from "./tabs.ts";
 
 export interface SessionPageActions {
   mark(kind: "false_alarm" | "confirmed_loop"): Promise<void>;
@@ -21,7 +21,7 @@ export interface SessionPageActions {
 }
 
 const vClass = (v: string) => `v v-${v.replace(/[^a-z_]/g, "")}`;
-const sessionLink = (id: string) => h("a", { href: viewHash({ name: "session", id }), class: "sid" }, id);
+const sessionLink = (id: string) => h("a", { href: tabHash({ name: "session", id }), class: "sid" }, id);
 
 /** One row of facts under their names; each value cell carries data-fact for tests and styling. */
 function factTable(id: string, cells: Array<[string, Child]>): HTMLElement {
@@ -230,7 +230,7 @@ export function renderSessionPage(
     h(
       "h2",
       {},
-      h("a", { href: viewHash({ name: "sessions" }), class: "back" }, "< Sessions"),
+      h("a", { href: tabHash({ name: "sessions" }), class: "back" }, "< Sessions"),
       " session ",
       h("span", { class: "sid", id: "session-id" }, s.session_id),
     ),

@@ -8,9 +8,9 @@ import { fmtAgo, fmtInt, fmtTime, fmtUsd, toMs } from "./format.ts";
 import { pluginState, treeState } from "./liveness.ts";
 import { markWords, wasFlagged } from "./mark-words.ts";
 import { PLUGIN_TITLE } from "./plugin-state.ts";
-import type { SessionRow } from "./schemas.ts";
+import type { SessionView } from "./schemas.ts";
+import { tabHash } from "./tabs.ts";
 import { groupTrees, type Tree, treeOrder, verdictRank } from "./trees.ts";
-import { viewHash } from "./views.ts";
 
 export interface SessionsContext {
   now: number;
@@ -39,19 +39,19 @@ const COLUMNS = [
 /** Columns of numbers: their headers are right-aligned like the numbers. */
 const NUMERIC = new Set(["calls", "turns since landed", "$ since landed", "context tokens"]);
 
-function isQuiet(tree: Tree<SessionRow>): boolean {
+function isQuiet(tree: Tree<SessionView>): boolean {
   return tree.rows.every(
     ({ row }) => row.verdict === "ok" && verdictRank(row.worst) === 0 && row.flags === 0 && !row.refused,
   );
 }
 
-function spendTitle(r: SessionRow): string | null {
+function spendTitle(r: SessionView): string | null {
   return r.spend_source
     ? `from ${r.spend_source === "gate" ? "the gate's request records" : "the reporter"}`
     : null;
 }
 
-function verdictCell(r: SessionRow): HTMLTableCellElement {
+function verdictCell(r: SessionView): HTMLTableCellElement {
   const td = h(
     "td",
     { class: "verdict" },
@@ -64,7 +64,7 @@ function verdictCell(r: SessionRow): HTMLTableCellElement {
       h(
         "a",
         {
-          href: viewHash({ name: "session", id: r.session_id }),
+          href: tabHash({ name: "session", id: r.session_id }),
           class: "why",
           title: "the session page",
         },
@@ -76,7 +76,7 @@ function verdictCell(r: SessionRow): HTMLTableCellElement {
   return td;
 }
 
-function pluginCell(r: SessionRow, serverVersion: string | null): HTMLTableCellElement {
+function pluginCell(r: SessionView, serverVersion: string | null): HTMLTableCellElement {
   // A router run from a checkout reports "dev": it has no release to compare against.
   const stale =
     r.plugin_version !== null &&
@@ -97,7 +97,7 @@ function pluginCell(r: SessionRow, serverVersion: string | null): HTMLTableCellE
   );
 }
 
-function stoppedCell(r: SessionRow, now: number): HTMLTableCellElement {
+function stoppedCell(r: SessionView, now: number): HTMLTableCellElement {
   const td = h("td", {}, r.refused ? h("span", { class: "refused" }, "refused") : "-");
   if (r.stopped_by !== null || r.stopped_at !== null)
     td.append(
@@ -111,7 +111,7 @@ function stoppedCell(r: SessionRow, now: number): HTMLTableCellElement {
   return td;
 }
 
-function markCell(r: SessionRow, now: number): HTMLTableCellElement {
+function markCell(r: SessionView, now: number): HTMLTableCellElement {
   const m = r.mark;
   if (!m) return h("td", { class: "mark" }, "-");
   return h(
@@ -123,7 +123,7 @@ function markCell(r: SessionRow, now: number): HTMLTableCellElement {
   );
 }
 
-function sessionRows(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRowElement[] {
+function sessionRows(tree: Tree<SessionView>, ctx: SessionsContext): HTMLTableRowElement[] {
   const out: HTMLTableRowElement[] = [];
   for (const { row: r, depth } of tree.rows) {
     const idCell = h(
@@ -133,7 +133,7 @@ function sessionRows(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRow
       h(
         "a",
         {
-          href: viewHash({ name: "session", id: r.session_id }),
+          href: tabHash({ name: "session", id: r.session_id }),
           class: "session-link",
         },
         r.session_id,
@@ -185,7 +185,7 @@ function sessionRows(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRow
 }
 
 /** Where the tree runs and since when: the folder and creation time of its root (or its first session). */
-function treeAbout(tree: Tree<SessionRow>): string {
+function treeAbout(tree: Tree<SessionView>): string {
   const root = tree.rows.find(({ row }) => row.session_id === tree.rootId)?.row ?? tree.rows[0]?.row;
   const parts = [
     root?.directory ?? null,
@@ -194,7 +194,7 @@ function treeAbout(tree: Tree<SessionRow>): string {
   return parts.length ? ` - ${parts.join(", ")}` : "";
 }
 
-function treeHead(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRowElement {
+function treeHead(tree: Tree<SessionView>, ctx: SessionsContext): HTMLTableRowElement {
   const state = treeState(tree.rows.map(({ row }) => row));
   const refused = state === "stopped";
   const ended = tree.rows.every(({ row }) => row.ended === true);
@@ -242,7 +242,7 @@ function treeHead(tree: Tree<SessionRow>, ctx: SessionsContext): HTMLTableRowEle
 /** Renders the readout into `table`; returns counts for the header summary. */
 export function renderSessions(
   table: HTMLTableElement,
-  rows: SessionRow[],
+  rows: SessionView[],
   ctx: SessionsContext,
 ): { trees: number; hidden: number; flagged: number; refusedTrees: number } {
   const trees = groupTrees(rows).sort(treeOrder);

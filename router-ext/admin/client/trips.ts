@@ -181,7 +181,7 @@ export function mountBreaker(api: Api, alive: () => boolean): void {
       id: "breaker",
       title: "Model breaker",
       before: "channels",
-      view: "activity",
+      tab: "activity",
       refreshMs: REFRESH_MS,
       load: (root) => load(api, root),
     },

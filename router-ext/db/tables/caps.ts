@@ -1,28 +1,28 @@
 // context_caps: the modes' per-tree context cap, read by the gate.
-import type Database from "better-sqlite3";
+import type { Sql } from "../../store/sql.ts";
 
-export function capsTable(db: Database.Database) {
-  const set = db.prepare(
-    `INSERT INTO context_caps (root_id, cap, set_at) VALUES (?, ?, ?)
-     ON CONFLICT(root_id) DO UPDATE SET cap = excluded.cap, set_at = excluded.set_at`,
-  );
-  const get = db.prepare<[string], { cap: number; set_at: number }>(
-    "SELECT cap, set_at FROM context_caps WHERE root_id = ?",
-  );
-  const del = db.prepare("DELETE FROM context_caps WHERE root_id = ?");
+export function capsTable(sql: Sql) {
+  const row = (rootId: string) =>
+    sql.get<{ cap: number; set_at: number }>("SELECT cap, set_at FROM context_caps WHERE root_id = ?", [
+      rootId,
+    ]);
   return {
-    set(rootId: string, cap: number, at: number): void {
-      set.run(rootId, Math.max(1, Math.floor(cap)), at);
+    async set(rootId: string, cap: number, at: number): Promise<void> {
+      await sql.run(
+        `INSERT INTO context_caps (root_id, cap, set_at) VALUES (?, ?, ?)
+         ON CONFLICT(root_id) DO UPDATE SET cap = excluded.cap, set_at = excluded.set_at`,
+        [rootId, Math.max(1, Math.floor(cap)), at],
+      );
     },
-    get(rootId: string): number | null {
-      return get.get(rootId)?.cap ?? null;
+    async get(rootId: string): Promise<number | null> {
+      return (await row(rootId))?.cap ?? null;
     },
     /** The cap with when it was set, or null. */
-    row(rootId: string): { cap: number; set_at: number } | null {
-      return get.get(rootId) ?? null;
+    async row(rootId: string): Promise<{ cap: number; set_at: number } | null> {
+      return (await row(rootId)) ?? null;
     },
-    delete(rootId: string): void {
-      del.run(rootId);
+    async delete(rootId: string): Promise<void> {
+      await sql.run("DELETE FROM context_caps WHERE root_id = ?", [rootId]);
     },
   };
 }

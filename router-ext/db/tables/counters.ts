@@ -1,18 +1,19 @@
 // counters: durable figures for /metrics (they survive restarts).
-import type Database from "better-sqlite3";
+import type { Sql } from "../../store/sql.ts";
 
-export function countersTable(db: Database.Database) {
-  const bump = db.prepare(
-    "INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-  );
-  const all = db.prepare<[], { name: string; value: number }>("SELECT name, value FROM counters");
+export function countersTable(sql: Sql) {
   return {
-    bump(name: string, by = 1): void {
-      bump.run(name, by);
+    async bump(name: string, by = 1): Promise<void> {
+      await sql.run(
+        `INSERT INTO counters (name, value) VALUES (?, ?)
+         ON CONFLICT(name) DO UPDATE SET value = counters.value + excluded.value`,
+        [name, by],
+      );
     },
-    all(): Record<string, number> {
+    async all(): Promise<Record<string, number>> {
       const out: Record<string, number> = {};
-      for (const r of all.all()) out[r.name] = r.value;
+      for (const r of await sql.all<{ name: string; value: number }>("SELECT name, value FROM counters"))
+        out[r.name] = r.value;
       return out;
     },
   };

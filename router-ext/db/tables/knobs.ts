@@ -1,5 +1,5 @@
 // knob_overrides: the admin page's knob changes, as JSON, with who and when.
-import type Database from "better-sqlite3";
+import type { Sql } from "../../store/sql.ts";
 
 export interface KnobOverride {
   path: string;
@@ -8,24 +8,23 @@ export interface KnobOverride {
   set_at: number;
 }
 
-export function knobsTable(db: Database.Database) {
-  const all = db.prepare<[], { path: string; value: string; set_by: string; set_at: number }>(
-    "SELECT path, value, set_by, set_at FROM knob_overrides ORDER BY path",
-  );
-  const set = db.prepare(
-    `INSERT INTO knob_overrides (path, value, set_by, set_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT(path) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, set_at = excluded.set_at`,
-  );
-  const del = db.prepare("DELETE FROM knob_overrides WHERE path = ?");
+export function knobsTable(sql: Sql) {
   return {
-    all(): KnobOverride[] {
-      return all.all().map((r) => ({ ...r, value: JSON.parse(r.value) as unknown }));
+    async all(): Promise<KnobOverride[]> {
+      const rows = await sql.all<{ path: string; value: string; set_by: string; set_at: number }>(
+        "SELECT path, value, set_by, set_at FROM knob_overrides ORDER BY path",
+      );
+      return rows.map((r) => ({ ...r, value: JSON.parse(r.value) as unknown }));
     },
-    set(path: string, value: unknown, by: string, at: number): void {
-      set.run(path, JSON.stringify(value), by, at);
+    async set(path: string, value: unknown, by: string, at: number): Promise<void> {
+      await sql.run(
+        `INSERT INTO knob_overrides (path, value, set_by, set_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT(path) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, set_at = excluded.set_at`,
+        [path, JSON.stringify(value), by, at],
+      );
     },
-    delete(path: string): boolean {
-      return del.run(path).changes > 0;
+    async delete(path: string): Promise<boolean> {
+      return (await sql.run("DELETE FROM knob_overrides WHERE path = ?", [path])).changes > 0;
     },
   };
 }

@@ -2,7 +2,7 @@
 // model requests), where each reports and whether its last delivery failed;
 // joined with plugin_instances (their heartbeats) it tells a plugin that
 // reports from one that only sends headers. No content: ids, a URL, a state.
-import type Database from "better-sqlite3";
+import type { Sql } from "../../store/sql.ts";
 
 export interface PluginLinkSeen {
   instance_id: string;
@@ -18,30 +18,29 @@ export interface PluginLinkRow extends PluginLinkSeen {
   reported_at: number | null;
 }
 
-export function pluginLinksTable(db: Database.Database) {
-  const upsert = db.prepare(
-    `INSERT INTO plugin_links (instance_id, plugin_version, report_url, report_state, first_at, last_at)
-     VALUES (@instance_id, @plugin_version, @report_url, @report_state, @now, @now)
-     ON CONFLICT(instance_id) DO UPDATE SET plugin_version = excluded.plugin_version,
-       report_url = excluded.report_url, report_state = excluded.report_state,
-       last_at = MAX(last_at, excluded.last_at)`,
-  );
-  const since = db.prepare<[number], PluginLinkRow>(
-    `SELECT l.*, p.last_seen_at AS reported_at FROM plugin_links l
-     LEFT JOIN plugin_instances p ON p.instance_id = l.instance_id
-     WHERE l.last_at >= ? ORDER BY l.last_at DESC LIMIT 100`,
-  );
-  const prune = db.prepare("DELETE FROM plugin_links WHERE last_at < ?");
+export function pluginLinksTable(sql: Sql) {
   return {
-    seen(link: PluginLinkSeen, now: number): void {
-      upsert.run({ ...link, now });
+    async seen(link: PluginLinkSeen, now: number): Promise<void> {
+      await sql.run(
+        `INSERT INTO plugin_links (instance_id, plugin_version, report_url, report_state, first_at, last_at)
+         VALUES (@instance_id, @plugin_version, @report_url, @report_state, @now, @now)
+         ON CONFLICT(instance_id) DO UPDATE SET plugin_version = excluded.plugin_version,
+           report_url = excluded.report_url, report_state = excluded.report_state,
+           last_at = CASE WHEN plugin_links.last_at > excluded.last_at THEN plugin_links.last_at ELSE excluded.last_at END`,
+        { ...link, now },
+      );
     },
     /** The plugin processes whose headers the gate saw since `at`, newest first, with their last heartbeat. */
-    since(at: number): PluginLinkRow[] {
-      return since.all(at);
+    since(at: number): Promise<PluginLinkRow[]> {
+      return sql.all(
+        `SELECT l.*, p.last_seen_at AS reported_at FROM plugin_links l
+         LEFT JOIN plugin_instances p ON p.instance_id = l.instance_id
+         WHERE l.last_at >= ? ORDER BY l.last_at DESC LIMIT 100`,
+        [at],
+      );
     },
-    prune(cutoff: number): number {
-      return prune.run(cutoff).changes;
+    async prune(cutoff: number): Promise<number> {
+      return (await sql.run("DELETE FROM plugin_links WHERE last_at < ?", [cutoff])).changes;
     },
   };
 }

@@ -1,45 +1,44 @@
 // requests: one record per proxied (or refused) model request: counts, money
 // and timings, never a body; session_id as read from X-Router-Conversation or
 // opencode's x-session-id.
-import type Database from "better-sqlite3";
 import type { RequestView } from "../../api/session-detail.ts";
-import type { RequestRecord } from "../../gate/store.ts";
+import type { RequestRecord } from "../../gate/types.ts";
+import type { Sql } from "../../store/sql.ts";
 
-export function requestsTable(db: Database.Database) {
-  const insert = db.prepare(
-    `INSERT INTO requests (session_id, root_id, agent, parent, model, status, prompt_tokens, completion_tokens,
-       cached_tokens, cost_usd, context_tokens, started_at, duration_ms, refused, plugin_version, client, error,
-       response_bytes)
-     VALUES (@session_id, @root_id, @agent, @parent, @model, @status, @prompt_tokens, @completion_tokens,
-       @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version, @client,
-       @error, @response_bytes)`,
-  );
-  const forConversations = db.prepare<[string, number], Omit<RequestView, "refused"> & { refused: number }>(
-    `SELECT * FROM (SELECT started_at AS at, session_id, agent, status, refused, cost_usd, context_tokens, seq
-       FROM requests WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY started_at DESC, seq DESC LIMIT ?)
-     ORDER BY at, seq`,
-  );
-  const prune = db.prepare("DELETE FROM requests WHERE started_at < ?");
-  // Per client key: what each named key spent since a time (the admin page's Clients section).
-  const byClient = db.prepare<[number], ClientUsage>(
-    `SELECT COALESCE(client, '') AS client, COUNT(*) AS requests, SUM(refused) AS refused,
-       SUM(CASE WHEN error IS NOT NULL THEN 1 ELSE 0 END) AS failed,
-       COALESCE(SUM(cost_usd), 0) AS cost_usd, MAX(started_at) AS last_at
-     FROM requests WHERE started_at >= ? GROUP BY COALESCE(client, '') ORDER BY last_at DESC LIMIT 200`,
-  );
+/** Most sessions one forConversations call asks about (a session and its direct children). */
+const CONVERSATIONS_MAX = 500;
+
+export function requestsTable(sql: Sql) {
   return {
-    insert(r: RequestRecord): void {
-      insert.run({
-        ...r,
-        refused: r.refused ? 1 : 0,
-        status: Math.trunc(r.status),
-        duration_ms: Math.max(0, Math.round(r.duration_ms)),
-        started_at: Math.round(r.started_at),
-      });
+    async insert(r: RequestRecord): Promise<void> {
+      await sql.run(
+        `INSERT INTO requests (session_id, root_id, agent, parent, model, status, prompt_tokens, completion_tokens,
+           cached_tokens, cost_usd, context_tokens, started_at, duration_ms, refused, plugin_version, client, error,
+           response_bytes)
+         VALUES (@session_id, @root_id, @agent, @parent, @model, @status, @prompt_tokens, @completion_tokens,
+           @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version, @client,
+           @error, @response_bytes)`,
+        {
+          ...r,
+          refused: r.refused ? 1 : 0,
+          status: Math.trunc(r.status),
+          duration_ms: Math.max(0, Math.round(r.duration_ms)),
+          started_at: Math.round(r.started_at),
+        },
+      );
     },
     /** The latest `limit` requests of these sessions, oldest first. */
-    forConversations(sessionIds: readonly string[], limit: number): RequestView[] {
-      return forConversations.all(JSON.stringify(sessionIds), limit).map((r) => ({
+    async forConversations(sessionIds: readonly string[], limit: number): Promise<RequestView[]> {
+      const ids = sessionIds.slice(0, CONVERSATIONS_MAX);
+      if (ids.length === 0) return [];
+      const rows = await sql.all<Omit<RequestView, "refused"> & { refused: number }>(
+        `SELECT * FROM (SELECT started_at AS at, session_id, agent, status, refused, cost_usd, context_tokens, seq
+           FROM requests WHERE session_id IN (${ids.map(() => "?").join(", ")})
+           ORDER BY started_at DESC, seq DESC LIMIT ?) AS latest
+         ORDER BY at, seq`,
+        [...ids, limit],
+      );
+      return rows.map((r) => ({
         at: r.at,
         session_id: r.session_id,
         agent: r.agent,
@@ -49,11 +48,18 @@ export function requestsTable(db: Database.Database) {
         context_tokens: r.context_tokens,
       }));
     },
-    prune(cutoff: number): number {
-      return prune.run(cutoff).changes;
+    async prune(cutoff: number): Promise<number> {
+      return (await sql.run("DELETE FROM requests WHERE started_at < ?", [cutoff])).changes;
     },
-    byClient(since: number): ClientUsage[] {
-      return byClient.all(since);
+    /** Per client key: what each named key spent since a time (the admin page's Clients section). */
+    byClient(since: number): Promise<ClientUsage[]> {
+      return sql.all(
+        `SELECT COALESCE(client, '') AS client, COUNT(*) AS requests, SUM(refused) AS refused,
+           SUM(CASE WHEN error IS NOT NULL THEN 1 ELSE 0 END) AS failed,
+           COALESCE(SUM(cost_usd), 0) AS cost_usd, MAX(started_at) AS last_at
+         FROM requests WHERE started_at >= ? GROUP BY COALESCE(client, '') ORDER BY last_at DESC LIMIT 200`,
+        [since],
+      );
     },
   };
 }

@@ -2,7 +2,8 @@
 // serve run, alive_at moved while it runs, stopped_at on a clean stop) and
 // what it finds on start: the time it was down, from the last run's stop (or
 // last alive mark, when it ended without stopping) to this start.
-import type Database from "better-sqlite3";
+import type { Sql } from "../../store/sql.ts";
+import { later } from "./later.ts";
 
 export interface RouterRun {
   seq: number;
@@ -30,46 +31,51 @@ export function outageBefore(
   return startedAt > from ? { from, to: startedAt, clean: last.stopped_at !== null } : null;
 }
 
-export function routerRunsTable(db: Database.Database) {
-  const q = {
-    last: db.prepare<[], RouterRun>(
-      "SELECT seq, started_at, alive_at, stopped_at FROM router_runs ORDER BY seq DESC LIMIT 1",
-    ),
-    insert: db.prepare("INSERT INTO router_runs (started_at, alive_at, pid, version) VALUES (?, ?, ?, ?)"),
-    alive: db.prepare("UPDATE router_runs SET alive_at = MAX(alive_at, ?) WHERE seq = ?"),
-    stopped: db.prepare("UPDATE router_runs SET alive_at = MAX(alive_at, ?), stopped_at = ? WHERE seq = ?"),
-    event: db.prepare(
-      "INSERT INTO router_events (kind, from_at, to_at, clean, at) VALUES ('down', ?, ?, ?, ?)",
-    ),
-    events: db.prepare<[number], { from_at: number; to_at: number; clean: number; at: number }>(
-      "SELECT from_at, to_at, clean, at FROM router_events ORDER BY at DESC, seq DESC LIMIT ?",
-    ),
-    pruneRuns: db.prepare(
-      "DELETE FROM router_runs WHERE alive_at < ? AND seq < (SELECT MAX(seq) FROM router_runs)",
-    ),
-    pruneEvents: db.prepare("DELETE FROM router_events WHERE at < ?"),
-  };
+export function routerRunsTable(sql: Sql) {
   return {
     /** Records this run's start; returns its row id and the outage before it (also stored as an event). */
-    start(
+    async start(
       at: number,
       pid: number,
       version: string,
-    ): { seq: number; outage: ReturnType<typeof outageBefore> } {
-      const outage = outageBefore(q.last.get(), at);
-      if (outage) q.event.run(outage.from, outage.to, outage.clean ? 1 : 0, at);
-      const seq = Number(q.insert.run(at, at, pid, version.slice(0, 64)).lastInsertRowid);
-      return { seq, outage };
+    ): Promise<{ seq: number; outage: ReturnType<typeof outageBefore> }> {
+      const last = await sql.get<RouterRun>(
+        "SELECT seq, started_at, alive_at, stopped_at FROM router_runs ORDER BY seq DESC LIMIT 1",
+      );
+      const outage = outageBefore(last, at);
+      if (outage)
+        await sql.run(
+          "INSERT INTO router_events (kind, from_at, to_at, clean, at) VALUES ('down', ?, ?, ?, ?)",
+          [outage.from, outage.to, outage.clean ? 1 : 0, at],
+        );
+      const row = await sql.get<{ seq: number }>(
+        "INSERT INTO router_runs (started_at, alive_at, pid, version) VALUES (?, ?, ?, ?) RETURNING seq",
+        [at, at, pid, version.slice(0, 64)],
+      );
+      return { seq: Number(row?.seq), outage };
     },
-    alive(seq: number, at: number): void {
-      q.alive.run(at, seq);
+    async alive(seq: number, at: number): Promise<void> {
+      await sql.run(`UPDATE router_runs SET alive_at = ${later("alive_at", "@at")} WHERE seq = @seq`, {
+        at,
+        seq,
+      });
     },
-    stopped(seq: number, at: number): void {
-      q.stopped.run(at, at, seq);
+    async stopped(seq: number, at: number): Promise<void> {
+      await sql.run(
+        `UPDATE router_runs SET alive_at = ${later("alive_at", "@at")}, stopped_at = @at WHERE seq = @seq`,
+        {
+          at,
+          seq,
+        },
+      );
     },
     /** The latest outages, newest first. */
-    events(limit: number): RouterEventView[] {
-      return q.events.all(Math.max(1, Math.min(10_000, Math.floor(limit)))).map((r) => ({
+    async events(limit: number): Promise<RouterEventView[]> {
+      const rows = await sql.all<{ from_at: number; to_at: number; clean: number; at: number }>(
+        "SELECT from_at, to_at, clean, at FROM router_events ORDER BY at DESC, seq DESC LIMIT ?",
+        [Math.max(1, Math.min(10_000, Math.floor(limit)))],
+      );
+      return rows.map((r) => ({
         kind: "down",
         from: r.from_at,
         to: r.to_at,
@@ -77,8 +83,13 @@ export function routerRunsTable(db: Database.Database) {
         at: r.at,
       }));
     },
-    prune(cutoff: number): number {
-      return q.pruneRuns.run(cutoff).changes + q.pruneEvents.run(cutoff).changes;
+    async prune(cutoff: number): Promise<number> {
+      const runs = await sql.run(
+        "DELETE FROM router_runs WHERE alive_at < ? AND seq < (SELECT MAX(seq) FROM router_runs)",
+        [cutoff],
+      );
+      const events = await sql.run("DELETE FROM router_events WHERE at < ?", [cutoff]);
+      return runs.changes + events.changes;
     },
   };
 }

@@ -1,7 +1,7 @@
 // session_samples: a heartbeat's numbers per session (turns since landed, the
 // last landed change, context size), stored only when they changed since the
 // session's previous sample, so an idle session adds nothing.
-import type Database from "better-sqlite3";
+import type { Sql } from "../../store/sql.ts";
 
 export interface SampleRow {
   at: number;
@@ -10,32 +10,40 @@ export interface SampleRow {
   context_tokens: number;
 }
 
-export function samplesTable(db: Database.Database) {
-  const insert = db.prepare(
-    `INSERT INTO session_samples (session_id, at, turns_since_landed, last_landed_at, context_tokens)
-     SELECT @session_id, @at, @turns_since_landed, @last_landed_at, @context_tokens
-     WHERE NOT EXISTS (
-       SELECT 1 FROM (SELECT turns_since_landed AS t, last_landed_at AS l, context_tokens AS c
-                        FROM session_samples WHERE session_id = @session_id ORDER BY at DESC, seq DESC LIMIT 1)
-       WHERE t = @turns_since_landed AND l IS @last_landed_at AND c = @context_tokens)`,
-  );
-  const forSession = db.prepare<[string, number], SampleRow>(
-    `SELECT at, turns_since_landed, last_landed_at, context_tokens FROM (
-       SELECT * FROM session_samples WHERE session_id = ? ORDER BY at DESC, seq DESC LIMIT ?)
-     ORDER BY at, seq`,
-  );
-  const prune = db.prepare("DELETE FROM session_samples WHERE at < ?");
+const sameSample = (a: SampleRow | undefined, b: SampleRow): boolean =>
+  a !== undefined &&
+  a.turns_since_landed === b.turns_since_landed &&
+  a.last_landed_at === b.last_landed_at &&
+  a.context_tokens === b.context_tokens;
+
+export function samplesTable(sql: Sql) {
   return {
-    /** Stores the sample unless it repeats the session's last one; true when stored. */
-    insert(sessionId: string, s: SampleRow): boolean {
-      return insert.run({ session_id: sessionId, ...s }).changes > 0;
+    /** Stores the sample unless it repeats the session's last one; true when stored (call inside a transaction). */
+    async insert(sessionId: string, s: SampleRow): Promise<boolean> {
+      const last = await sql.get<SampleRow>(
+        `SELECT at, turns_since_landed, last_landed_at, context_tokens FROM session_samples
+         WHERE session_id = ? ORDER BY at DESC, seq DESC LIMIT 1`,
+        [sessionId],
+      );
+      if (sameSample(last, s)) return false;
+      await sql.run(
+        `INSERT INTO session_samples (session_id, at, turns_since_landed, last_landed_at, context_tokens)
+         VALUES (@session_id, @at, @turns_since_landed, @last_landed_at, @context_tokens)`,
+        { session_id: sessionId, ...s },
+      );
+      return true;
     },
     /** The session's latest `limit` samples, oldest first. */
-    forSession(sessionId: string, limit: number): SampleRow[] {
-      return forSession.all(sessionId, limit);
+    forSession(sessionId: string, limit: number): Promise<SampleRow[]> {
+      return sql.all(
+        `SELECT at, turns_since_landed, last_landed_at, context_tokens FROM (
+           SELECT * FROM session_samples WHERE session_id = ? ORDER BY at DESC, seq DESC LIMIT ?) AS latest
+         ORDER BY at, seq`,
+        [sessionId, limit],
+      );
     },
-    prune(cutoff: number): number {
-      return prune.run(cutoff).changes;
+    async prune(cutoff: number): Promise<number> {
+      return (await sql.run("DELETE FROM session_samples WHERE at < ?", [cutoff])).changes;
     },
   };
 }

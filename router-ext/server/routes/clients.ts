@@ -7,11 +7,10 @@ import type { RouteDeps } from "./deps.ts";
 /** @example app.route("/", clientRoutes({ ...routeDeps, clientNames: ["default"] })); */
 export function clientRoutes(d: RouteDeps & { clientNames: readonly string[] }): Hono {
   const app = new Hono();
-  app.get("/api/clients", (c) => {
-    // The gate's waiting batch first, so its latest requests are counted.
-    d.store.flush();
+  app.get("/api/clients", async (c) => {
+    // The store writes the gate's waiting batch first, so its latest requests are counted.
     return c.json({
-      clients: d.store.tables.requests.byClient(d.now() - d.config.get().progress.retention),
+      clients: await d.store.clientUsage(d.now() - d.config.get().progress.retention),
       configured: [...d.clientNames],
     } satisfies ClientsResponse);
   });

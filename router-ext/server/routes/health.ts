@@ -3,33 +3,33 @@
 // plugins; 503 when the database does not answer.
 import { Hono } from "hono";
 import type { Health } from "../../api/schemas.ts";
-import { schemaVersion } from "../../db/migrations.ts";
 import { headersOnly } from "../../db/tables/plugin-links.ts";
 import type { RouteDeps } from "./deps.ts";
 
 /** @example app.route("/", healthRoutes({ ...routeDeps, version: "dev" })); */
 export function healthRoutes(d: RouteDeps & { version: string }): Hono {
   const app = new Hono();
-  app.get("/health", (c) => {
-    const health = healthOf(d);
+  app.get("/health", async (c) => {
+    const health = await healthOf(d);
     return c.json(health, health.ok ? 200 : 503);
   });
   return app;
 }
 
-function healthOf(d: RouteDeps & { version: string }): Health {
+async function healthOf(d: RouteDeps & { version: string }): Promise<Health> {
   const { store, config, now, liveWindow } = d;
   let db = "ok";
   let version = 0;
   try {
-    store.ping();
-    // The gate's waiting batch first: plugins_headers_only reads the links it carries.
-    store.flush();
-    version = schemaVersion(store.db);
+    await store.ping();
+    version = await store.schemaVersion();
   } catch (err) {
     db = `error: ${(err as Error).message}`;
   }
-  const tick = db === "ok" ? store.lastWatchdogTick() : null;
+  const ok = db === "ok";
+  const tick = ok ? await store.lastWatchdogTick() : null;
+  // The store writes the gate's waiting batch first: plugins_headers_only reads the links it carries.
+  const links = ok ? await store.pluginLinks(now() - liveWindow()) : [];
   return {
     ok: db === "ok",
     version: d.version,
@@ -46,16 +46,13 @@ function healthOf(d: RouteDeps & { version: string }): Health {
           db: tick.db,
         }
       : null,
-    plugins_live: db === "ok" ? store.livePlugins(now() - liveWindow()) : 0,
-    plugins_headers_only:
-      db === "ok"
-        ? headersOnly(store.tables.pluginLinks.since(now() - liveWindow()), {
-            now: now(),
-            liveWindowMs: liveWindow(),
-            heartbeatMs: config.get().progress.heartbeat,
-          })
-        : [],
-    db_writable: db === "ok" && store.writable(),
+    plugins_live: ok ? await store.livePlugins(now() - liveWindow()) : 0,
+    plugins_headers_only: headersOnly(links, {
+      now: now(),
+      liveWindowMs: liveWindow(),
+      heartbeatMs: config.get().progress.heartbeat,
+    }),
+    db_writable: ok && (await store.writable()),
     max_progress_bytes: config.get().server.max_progress_bytes,
     pending_writes: store.writes.stats.pending,
   } satisfies Health;

@@ -27,13 +27,13 @@ export function knobRoutes(d: RouteDeps): Hono {
     return c.json({ knobs, excluded: excludedLeaves() });
   });
   app.put("/api/knobs", (c) => putKnob(d, c));
-  app.delete("/api/knobs/:path", (c) => {
+  app.delete("/api/knobs/:path", async (c) => {
     const path = c.req.param("path");
     const spec = knobSpec(path);
     if (!spec) return c.json({ error: "unknown knob", issues: [`${path}: no such knob`] }, 400);
     const r = d.config.tryReset(path);
     if (!r.ok) return c.json({ error: "reset would be invalid", issues: issueLines(r.issues) }, 400);
-    d.store.deleteKnobOverride(path);
+    await d.store.deleteKnobOverride(path);
     return c.json({ path, value: displayValue(spec, getPath(r.config, path)) });
   });
   return app;
@@ -57,10 +57,10 @@ async function putKnob(d: RouteDeps, c: Context): Promise<Response> {
   if (!check.ok)
     return c.json({ error: "invalid value", issues: issueLines(check.issues).slice(0, 20) }, 400);
   // Stored first, so a value the config takes is never lost; taken back when it does not.
-  d.store.setKnobOverride(path, value, parsed.data.by ?? "admin", d.now());
+  await d.store.setKnobOverride(path, value, parsed.data.by ?? "admin", d.now());
   const applied = d.config.trySet(path, value);
   if (!applied.ok) {
-    d.store.deleteKnobOverride(path);
+    await d.store.deleteKnobOverride(path);
     return c.json({ error: "invalid value", issues: issueLines(applied.issues) }, 400);
   }
   d.log(`knob ${path} set by ${parsed.data.by ?? "admin"}`);

@@ -2,7 +2,6 @@
 // sessions, agents and targets, so they need the admin token unless
 // server.public_session_metrics makes them public. A wrong token is 401.
 import { Hono } from "hono";
-import { flaggedSessions } from "../../db/session-list.ts";
 import { renderMetrics, WARNING_SERIES_MAX } from "../metrics.ts";
 import type { Rejections } from "../rejections.ts";
 import { requireToken, type TokenVariables } from "../require-token.ts";
@@ -23,9 +22,9 @@ export function metricsRoutes(d: MetricsDeps): Hono<{ Variables: TokenVariables 
     error: "wrong admin token (or send none for the aggregate series)",
     optional: true,
   });
-  app.get("/metrics", token, (c) => {
+  app.get("/metrics", token, async (c) => {
     const perSession = c.var.tokenOk || d.config.get().server.public_session_metrics;
-    const snapshot = d.store.metrics({ now: d.now(), liveWindowMs: d.liveWindow() });
+    const snapshot = await d.store.metrics({ now: d.now(), liveWindowMs: d.liveWindow() });
     let extra: string[] = [];
     try {
       extra = d.extraMetrics?.() ?? [];
@@ -33,7 +32,7 @@ export function metricsRoutes(d: MetricsDeps): Hono<{ Variables: TokenVariables 
       d.log(`metrics: extra metrics failed: ${(err as Error).message}`);
     }
     const flagged = perSession
-      ? flaggedSessions(d.store.tables, {
+      ? await d.store.flaggedSessions({
           now: d.now(),
           liveWindowMs: d.liveWindow(),
           limit: WARNING_SERIES_MAX,

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { type ProgressMessage, type ProgressResponse, parseProgressBody } from "../../../shared/index.ts";
-import type { IngestResult } from "../../db/store.ts";
+import type { ProgressResult } from "../../db/store-progress.ts";
 import { isBusy, isUnavailable } from "../../db/write-queue.ts";
 import { planKnobs, planTransition } from "../../modes/plan.ts";
 import { jsonBody } from "../admin-body.ts";
@@ -16,7 +16,7 @@ import type { RouteDeps } from "./deps.ts";
 export interface ProgressDeps extends RouteDeps {
   pluginToken: string;
   /** Delivers what the stored body caused, after the commit; its failure is logged, the report stands. */
-  afterIngest?: (result: IngestResult, messages: ProgressMessage[]) => void;
+  afterStored?: (result: ProgressResult, messages: ProgressMessage[]) => void;
 }
 
 const TOKEN_ERROR =
@@ -48,9 +48,9 @@ export function progressRoutes(d: ProgressDeps): Hono {
       const parsed = parseProgressBody(body.value);
       if (!parsed.ok)
         return c.json({ error: "invalid progress body", issues: parsed.errors.slice(0, 50) }, 400);
-      let result: IngestResult;
+      let result: ProgressResult;
       try {
-        result = ingest(d, parsed.value, d.now());
+        result = await storeProgress(d, parsed.value, d.now());
       } catch (err) {
         if (!isUnavailable(err)) throw err;
         // Another process holds the write lock, or the database refuses writes (full,
@@ -59,7 +59,7 @@ export function progressRoutes(d: ProgressDeps): Hono {
         return c.json({ error: `${what}, retry` }, 503, { "retry-after": "1" });
       }
       try {
-        d.afterIngest?.(result, parsed.value);
+        d.afterStored?.(result, parsed.value);
       } catch (err) {
         d.log(`progress: delivery after the commit failed: ${(err as Error).message}`);
       }
@@ -69,7 +69,7 @@ export function progressRoutes(d: ProgressDeps): Hono {
   return app;
 }
 
-function progressResponse(result: IngestResult): ProgressResponse {
+function progressResponse(result: ProgressResult): ProgressResponse {
   const toasts = result.fresh.flatMap((f) => f.plan.toasts).slice(0, 20);
   return {
     accepted: result.accepted,
@@ -86,14 +86,14 @@ function progressResponse(result: IngestResult): ProgressResponse {
  * what the store holds, and applied with its effects; the open directives for
  * the reporting plugin come back with it.
  */
-export function ingest(
+export function storeProgress(
   d: Pick<RouteDeps, "store" | "config">,
   messages: ProgressMessage[],
   at: number,
-): IngestResult {
+): Promise<ProgressResult> {
   const cfg = d.config.get();
   const knobs = planKnobs(cfg);
-  return d.store.ingest(messages, {
+  return d.store.storeProgress(messages, {
     now: at,
     plan: (ctx, t) => planTransition(ctx, t, knobs, at),
     directiveMaxAgeMs: cfg.progress.recover_window,

@@ -7,8 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema, type Heartbeat } from "../../../shared/index.ts";
 import { loopEvidence, signals, transition } from "../../../test/helpers/wire-fixtures.ts";
 import { served } from "../../breaker/testing.ts";
-import { openDatabase } from "../../db/open.ts";
-import { Store } from "../../db/store.ts";
+import { openSqliteStore, type SqliteStore } from "../../store/sqlite-store.ts";
 import { createApp } from "../app.ts";
 import { LiveConfig } from "../live-config.ts";
 
@@ -40,7 +39,7 @@ const heartbeat = (at: number, turns: number, landed: number | null): Heartbeat 
 });
 
 describe("session page API and marks", () => {
-  let store: Store;
+  let store: SqliteStore;
   let app: ReturnType<typeof createApp>;
   let now = T0;
   const call = (method: string, path: string, body?: unknown, token: string | null = TOKEN) =>
@@ -63,7 +62,7 @@ describe("session page API and marks", () => {
 
   beforeEach(async () => {
     now = T0;
-    store = new Store(openDatabase(":memory:"), { now: () => now });
+    store = await openSqliteStore(":memory:", { now: () => now });
     const config = LiveConfig.create({
       fileLayers: [],
       flags: {},
@@ -97,9 +96,9 @@ describe("session page API and marks", () => {
       }),
     ]);
     // max_recoveries 0: the first detection is the hard stop; an admin also stopped the sibling.
-    store.setRefusal("session", SIBLING, "stopped", "alice", T0 - 500, "admin Stop");
+    await store.setRefusal("session", SIBLING, "stopped", "alice", T0 - 500, "admin Stop");
   });
-  afterEach(() => store.close());
+  afterEach(async () => await store.close());
 
   it("a false alarm is kept with who and when, lifts every refusal in the tree, and the gate lets it through", async () => {
     expect(refused(WORKER)).toBe(true);
@@ -161,7 +160,7 @@ describe("session page API and marks", () => {
         expect(await res.text()).toContain("opencode's id charset");
       }
     }
-    expect(store.labels()).toEqual({});
+    expect(await store.labels()).toEqual({});
   });
 
   it("a session never flagged takes either mark as a label; a false alarm there lifts nothing and says so", async () => {

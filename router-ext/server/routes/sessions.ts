@@ -11,7 +11,6 @@ import { z } from "zod";
 import { idSchema } from "../../../shared/index.ts";
 import type { SessionsResponse } from "../../api/schemas.ts";
 import { type MarkResponse, markKinds, type SessionDetail } from "../../api/session-detail.ts";
-import { sessionPage } from "../../db/session-list.ts";
 import { byName, issuesOf, validBody, validQuery } from "../admin-body.ts";
 import type { RouteDeps } from "./deps.ts";
 
@@ -24,21 +23,20 @@ const pageSchema = z.strictObject({
 export function sessionRoutes(d: RouteDeps): Hono {
   const app = new Hono();
 
-  app.get("/api/labels", (c) => c.json(d.store.labels()));
+  app.get("/api/labels", async (c) => c.json(await d.store.labels()));
 
-  app.get("/api/sessions", (c) => {
+  app.get("/api/sessions", async (c) => {
     const q = validQuery(c, pageSchema);
     if (!q.ok) return q.answer;
-    // The gate's waiting batch first, so a session it just learnt is listed.
-    d.store.flush();
-    const page = sessionPage(d.store.tables, { now: d.now(), liveWindowMs: d.liveWindow(), ...q.data });
+    // The store writes the gate's waiting batch first, so a session it just learnt is listed.
+    const page = await d.store.sessionPage({ now: d.now(), liveWindowMs: d.liveWindow(), ...q.data });
     return c.json(page satisfies SessionsResponse);
   });
 
-  app.get("/api/sessions/:id", (c) => {
+  app.get("/api/sessions/:id", async (c) => {
     const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
-    const detail = d.store.sessionDetail(id.data, {
+    const detail = await d.store.sessionDetail(id.data, {
       now: d.now(),
       liveWindowMs: d.liveWindow(),
       thresholds: { ...d.config.get().thresholds },
@@ -54,7 +52,7 @@ export function sessionRoutes(d: RouteDeps): Hono {
     if (!body.ok) return body.answer;
     const { kind, by = "admin" } = body.data;
     const at = d.now();
-    const r = d.store.mark(id.data, kind, by, at);
+    const r = await d.store.mark(id.data, kind, by, at);
     if (!r.ok) return c.json({ error: r.error }, r.status);
     const what = r.lifted.length ? `; lifted ${r.lifted.join(", ")}` : r.note ? `; ${r.note}` : "";
     d.log(`session ${id.data}: marked ${kind.replace("_", " ")} by ${by}${what}`);
@@ -67,10 +65,10 @@ export function sessionRoutes(d: RouteDeps): Hono {
     } satisfies MarkResponse);
   });
 
-  app.delete("/api/sessions/:id/mark", (c) => {
+  app.delete("/api/sessions/:id/mark", async (c) => {
     const id = idSchema.safeParse(c.req.param("id"));
     if (!id.success) return c.json({ error: "invalid session id", issues: issuesOf(id.error) }, 400);
-    const root = d.store.unmark(id.data);
+    const root = await d.store.unmark(id.data);
     if (root === null) return c.json({ error: `no mark on ${id.data}` }, 404);
     d.log(`session ${id.data}: mark removed`);
     return c.json({ session_id: id.data, root_id: root, mark: null, lifted: [] } satisfies MarkResponse);

@@ -14,10 +14,10 @@ const treeActionSchema = z.strictObject({ by: byName.optional() });
 /** @example app.route("/", treeRoutes(routeDeps)); */
 export function treeRoutes(d: RouteDeps): Hono {
   const app = new Hono();
-  app.get("/api/trees", (c) =>
+  app.get("/api/trees", async (c) =>
     c.json({
-      trees: d.store.refusals().filter((r) => r.scope === "tree"),
-      log: d.store.refusalLog(100),
+      trees: (await d.store.refusals()).filter((r) => r.scope === "tree"),
+      log: await d.store.refusalLog(100),
     } satisfies TreesResponse),
   );
   app.post("/api/trees/:root/stop", treeAction(d, "stopped"));
@@ -33,7 +33,14 @@ function treeAction(d: RouteDeps, state: "stopped" | "running") {
     if (!body.ok) return body.answer;
     const by = body.data.by ?? "admin";
     const at = d.now();
-    d.store.setRefusal("tree", root.data, state, by, at, state === "stopped" ? "admin Stop" : "admin Resume");
+    await d.store.setRefusal(
+      "tree",
+      root.data,
+      state,
+      by,
+      at,
+      state === "stopped" ? "admin Stop" : "admin Resume",
+    );
     d.log(`tree ${root.data}: ${state === "stopped" ? "stopped" : "resumed"} by ${by}`);
     return c.json({ root_id: root.data, state, by, at });
   };

@@ -1,4 +1,4 @@
-// The watchdog's decisions, pure: judge the trees a tick saw with the shared
+// The watchdog's decisions, pure: replay the trees a tick saw through the shared
 // replay loop, compare with the verdicts last reported, and, once the report
 // went out (or did not), what to remember and whether to raise the router-down
 // alert. Time is passed in; the shell (tick.ts) does every I/O.
@@ -23,7 +23,8 @@ import type { WatchdogState } from "./state.ts";
 const SINCE_SLACK_MS = 30_000;
 const MAX_LOOKBACK_MS = 7 * 24 * 3600_000;
 
-export type RouterOutcome = "ok" | "down" | "rejected" | "refused" | "not_sent";
+/** How the router took the tick's report (shared/progress-status.ts classes it; down: no answer or retry). */
+export type RouterStatus = "ok" | "down" | "rejected" | "refused" | "not_sent";
 /** Why no source could be read: the database (unreadable) or a server's answers (unexpected_shape, api_error). */
 export type BlindReason = "db_unreadable" | "unexpected_shape" | "api_error";
 
@@ -35,7 +36,7 @@ export function activeSince(state: WatchdogState, config: Config, now: number): 
     : Math.max(last - SINCE_SLACK_MS, now - MAX_LOOKBACK_MS);
 }
 
-export interface Judged {
+export interface ReplayedSession {
   session: WatchedSession;
   verdict: Verdict;
   change: Omit<VerdictChange, "previous">;
@@ -43,8 +44,8 @@ export interface Judged {
   calls: DigestCall[];
 }
 
-/** Judges one session tree with the shared replay loop (a fresh forest, observations merged by time). */
-export function judgeTree(tree: WatchedTree, config: Config): Judged[] {
+/** Replays one session tree through the shared replay loop (a fresh forest, observations merged by time). */
+export function replayTree(tree: WatchedTree, config: Config): ReplayedSession[] {
   const policy = policyFromConfig(config, watchdogReadOnlyAgents(config));
   const prepared = prepareTree(
     tree.map((t) => ({
@@ -66,7 +67,7 @@ export function judgeTree(tree: WatchedTree, config: Config): Judged[] {
     }
     for (const c of changes) lastChangeAt.set(c.sessionId, c.at);
   });
-  const out: Judged[] = [];
+  const out: ReplayedSession[] = [];
   for (const t of tree) {
     const tracker = forest.get(t.session.id);
     if (!tracker) continue;
@@ -90,22 +91,22 @@ export function judgeTree(tree: WatchedTree, config: Config): Judged[] {
   return out;
 }
 
-export interface TickJudgement {
+export interface TickReplay {
   /** The tick's time. */
   at: number;
   /** The state after judging (warnings given, quiet counters); verdicts are remembered after delivery. */
   state: WatchdogState;
   servers: number;
-  /** Sources read: the database and each server that listed its sessions. 0: nothing was judged. */
+  /** Sources read: the database and each server that listed its sessions. 0: nothing was replayed. */
   read: number;
   sessions: number;
   flagged: number;
   /** Something was there to read (a database file, a server answering) and none of it could be read. */
   blind: boolean;
   blindReason: BlindReason | null;
-  judged: Judged[];
+  replayed: ReplayedSession[];
   /** Verdict changes since the last report, as transitions (no second opinion yet). */
-  changed: Array<{ judged: Judged; transition: Transition }>;
+  changed: Array<{ replayed: ReplayedSession; transition: Transition }>;
   /** Lines for the log. */
   logs: string[];
 }
@@ -172,16 +173,16 @@ function warnings(state: WatchdogState, seen: Seen, r: ReturnType<typeof readabi
 }
 
 /** One tick's verdicts from what it saw. */
-export function judgeTick(
+export function replayTick(
   prev: WatchdogState,
   seen: Seen,
   config: Config,
   now: number,
   opts: { blindAfter?: number } = {},
-): TickJudgement {
+): TickReplay {
   const state: WatchdogState = { ...prev, sessions: { ...prev.sessions } };
   const r = readability(seen);
-  const out: TickJudgement = {
+  const out: TickReplay = {
     at: now,
     state,
     servers: seen.servers,
@@ -190,24 +191,24 @@ export function judgeTick(
     flagged: 0,
     blind: r.blind,
     blindReason: r.reason,
-    judged: [],
+    replayed: [],
     changed: [],
     logs: warnings(state, seen, r, opts.blindAfter ?? 3),
   };
   // A session reached from two roots (a parent lookup failed on one path) is judged once.
   const ids = new Set<string>();
-  out.judged = seen.trees
-    .flatMap((t) => judgeTree(t, config))
+  out.replayed = seen.trees
+    .flatMap((t) => replayTree(t, config))
     .filter((j) => !ids.has(j.session.id) && ids.add(j.session.id));
-  out.sessions = out.judged.length;
-  out.flagged = out.judged.filter((j) => j.verdict !== "ok").length;
-  for (const j of out.judged) {
+  out.sessions = out.replayed.length;
+  out.flagged = out.replayed.filter((j) => j.verdict !== "ok").length;
+  for (const j of out.replayed) {
     const previous: Verdict = state.sessions[j.session.id]?.verdict ?? "ok";
     if (previous === j.verdict) continue;
     const change: VerdictChange = { ...j.change, previous };
     const report = incidentReport(change);
     out.changed.push({
-      judged: j,
+      replayed: j,
       transition: toTransition(change, { source: "watchdog", report, pluginVersion: null }),
     });
   }
@@ -227,9 +228,9 @@ export interface TickSettlement {
  * `sent` are the changes that went into the report.
  */
 export function settleTick(
-  j: TickJudgement,
-  sent: ReadonlyArray<{ judged: Judged }>,
-  router: { outcome: RouterOutcome; detail: string; url: string; covered?: readonly string[] },
+  j: TickReplay,
+  sent: ReadonlyArray<{ replayed: ReplayedSession }>,
+  router: { status: RouterStatus; detail: string; url: string; covered?: readonly string[] },
   seen: Pick<Seen, "truncated">,
 ): TickSettlement {
   const now = j.at;
@@ -237,17 +238,18 @@ export function settleTick(
   const logs: string[] = [];
   // Nothing read: last_tick_at stays, so changes not yet delivered are listed again once opencode is back.
   if (j.read === 0 && !j.blind) return { state, logs, alert: null };
-  const { outcome, detail } = router;
-  const delivered = outcome === "ok" || outcome === "rejected";
-  if (outcome === "rejected") logs.push(`watchdog: the router rejected the report: ${detail}`);
-  if (outcome === "refused")
+  const { status, detail } = router;
+  const delivered = status === "ok" || status === "rejected";
+  if (status === "rejected") logs.push(`watchdog: the router rejected the report: ${detail}`);
+  if (status === "refused")
     logs.push(`watchdog: the router refused the report (${detail}); check STALLGUARD_TOKEN`);
-  if (outcome === "ok") state.router_down_alerted = false;
+  if (status === "ok") state.router_down_alerted = false;
   let alert: TickSettlement["alert"] = null;
-  if (outcome === "down") {
+  if (status === "down") {
     logs.push(`watchdog: the router at ${router.url} is down (${detail})`);
     if (!state.router_down_alerted) {
-      const top = j.judged.find((x) => x.verdict === "looping") ?? j.judged.find((x) => x.verdict !== "ok");
+      const top =
+        j.replayed.find((x) => x.verdict === "looping") ?? j.replayed.find((x) => x.verdict !== "ok");
       alert = {
         summary: "stallguard: router is down",
         body: [
@@ -264,10 +266,10 @@ export function settleTick(
   const covered = new Set(router.covered ?? []);
   const pending = new Set(
     delivered
-      ? sent.filter((c) => covered.has(c.judged.session.id)).map((c) => c.judged)
-      : sent.map((c) => c.judged),
+      ? sent.filter((c) => covered.has(c.replayed.session.id)).map((c) => c.replayed)
+      : sent.map((c) => c.replayed),
   );
-  for (const x of j.judged) {
+  for (const x of j.replayed) {
     const prev = state.sessions[x.session.id];
     if (pending.has(x)) {
       if (prev) state.sessions[x.session.id] = { ...prev, seen_at: now };

@@ -1,18 +1,19 @@
-// The page's views, kept in the URL fragment (never sent to the server), so
-// a session page can be bookmarked and the back button works:
+// The admin page's tabs, kept in the URL fragment (never sent to the server), so
+// a session page can be bookmarked and the back button works (the key stays
+// "view", so bookmarks from before the word "tab" still open):
 //   #view=sessions (default), #view=session&id=<session>, #view=activity, #view=knobs.
 // The fragment may also carry the admin token once (#token=...), read and removed by main.ts.
 
-export type View =
+export type Tab =
   | { name: "sessions" }
   | { name: "session"; id: string }
   | { name: "activity" }
   | { name: "knobs" };
 
-export type ViewName = View["name"];
+export type TabName = Tab["name"];
 
-/** The view a fragment names; anything unknown is the Sessions readout. */
-export function parseView(hash: string): View {
+/** The tab a fragment names; anything unknown is the Sessions readout. */
+export function parseTab(hash: string): Tab {
   const params = new URLSearchParams(hash.replace(/^#/, ""));
   const name = params.get("view");
   const id = params.get("id")?.trim();
@@ -21,8 +22,8 @@ export function parseView(hash: string): View {
   return { name: "sessions" };
 }
 
-/** The fragment for a view. */
-export function viewHash(v: View): string {
+/** The fragment for a tab. */
+export function tabHash(v: Tab): string {
   const params = new URLSearchParams({ view: v.name });
   if (v.name === "session") params.set("id", v.id);
   return `#${params.toString()}`;

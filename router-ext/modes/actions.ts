@@ -1,12 +1,12 @@
-// What a detection does, per progress.mode (spec section 5), as a pure
+// What a verdict change does, per progress.mode (spec section 5), as a pure
 // function of the tree's mode state. It returns actions, nothing more:
 // plan.ts translates them into a plan (durable refusals and caps, directives
 // for the plugin, alerts and toasts) that the store and the server carry out.
 //
 // Acting modes act on looping verdicts; stalling only warns (every mode warns).
-// Recoveries are counted per tree and per detection, never per request, so a
+// Recoveries are counted per tree and per verdict change, never per request, so a
 // client retrying a refused request cannot multiply them.
-import type { Mode } from "../../shared/index.ts";
+import type { Mode, VerdictChange } from "../../shared/index.ts";
 
 /**
  * A tree's recovery stage under auto_recover: 0 none yet, 1 recovering, 2
@@ -29,10 +29,8 @@ export interface TreeModeState {
   refusedSessions: string[];
 }
 
-export interface Detection {
-  sessionId: string;
-  rootId: string;
-  verdict: "ok" | "stalling" | "looping";
+/** A verdict change as a mode acts on it: the core's fields it reads, and what the store knows besides. */
+export interface VerdictChangeFacts extends Pick<VerdictChange, "sessionId" | "rootId" | "verdict"> {
   /** A plugin heartbeat is fresh for this session's tree: plugin-side actions can run. */
   pluginLive: boolean;
   report: string;
@@ -64,7 +62,7 @@ export function initialTreeState(rootId: string): TreeModeState {
   return { rootId, stage: 0, recoveries: [], hardStop: false, capContext: false, refusedSessions: [] };
 }
 
-function warn(d: Detection): ModeAction[] {
+function warn(d: VerdictChangeFacts): ModeAction[] {
   return [{ type: "alert", severity: d.verdict === "looping" ? "critical" : "warning" }];
 }
 
@@ -80,9 +78,9 @@ export function parseTreeState(rootId: string, json: string | null | undefined):
   }
 }
 
-export function decideOnDetection(
+export function decideOnVerdictChange(
   prev: TreeModeState,
-  d: Detection,
+  d: VerdictChangeFacts,
   k: ModeKnobs,
   now: number,
 ): ModeDecision {

@@ -1,4 +1,4 @@
-// One POST /progress body into the tables, inside the caller's transaction:
+// One POST /progress body into the tables (storeProgress), inside the caller's transaction:
 // transitions (identity, history, flags, the plan's mode state, effects and
 // directives, the verdict and the reporter's numbers), heartbeats, directive
 // results and watchdog ticks, then the open directives for the plugin that
@@ -8,13 +8,14 @@
 // names it, so the watchdog reports it again once the plugin is gone.
 import type { Directive, Heartbeat, ProgressMessage, Transition } from "../../shared/index.ts";
 import type { TransitionContext, TransitionPlan } from "../modes/plan.ts";
+import { isFlag, takesVerdict, watchdogCovered } from "../modes/report-rules.ts";
 import type { ModesStore } from "../modes/store.ts";
 import type { Tables } from "./open-tables.ts";
 
 /** Plans a fresh transition from what the store knows (router-ext/modes/plan.ts, with the live knobs). */
 export type PlanFn = (ctx: TransitionContext, t: Transition) => TransitionPlan;
 
-export interface IngestOptions {
+export interface ProgressOptions {
   now: number;
   plan: PlanFn;
   /** Directives older than this are not handed out again (default 1 h). */
@@ -23,78 +24,79 @@ export interface IngestOptions {
   pluginLiveMs?: number;
 }
 
-export interface FreshTransition {
+/** A transition stored for the first time, with what its plan caused. */
+export interface StoredTransition {
   transition: Transition;
   plan: TransitionPlan;
 }
 
-export interface IngestResult {
+export interface ProgressResult {
   accepted: number;
   duplicates: number;
   /** Transitions stored for the first time, with what they caused. */
-  fresh: FreshTransition[];
+  fresh: StoredTransition[];
   /** Open directives for the sessions a plugin reported in this body (marked sent). */
   directives: Directive[];
   /** Watchdog transitions not stored because the session's plugin reports it. */
   covered: string[];
 }
 
-export function ingestMessages(
+export async function storeProgress(
   t: Tables,
   modes: ModesStore,
   messages: readonly ProgressMessage[],
-  opts: IngestOptions,
-): IngestResult {
-  const out: IngestResult = { accepted: 0, duplicates: 0, fresh: [], directives: [], covered: [] };
+  opts: ProgressOptions,
+): Promise<ProgressResult> {
+  const out: ProgressResult = { accepted: 0, duplicates: 0, fresh: [], directives: [], covered: [] };
   const reported = new Set<string>();
   for (const m of messages) {
     if (m.type === "transition") {
-      if (m.source === "watchdog" && pluginCovers(t, m.session_id, opts)) {
-        t.counters.bump("watchdog_covered_total");
+      if (m.source === "watchdog" && (await pluginCovers(t, m.session_id, opts))) {
+        await t.counters.bump("watchdog_covered_total");
         out.covered.push(m.session_id);
         continue;
       }
-      const plan = applyTransition(t, modes, m, opts);
+      const plan = await applyTransition(t, modes, m, opts);
       if (plan) {
         out.accepted++;
         out.fresh.push({ transition: m, plan });
       } else out.duplicates++;
       if (m.source === "plugin") reported.add(m.session_id).add(m.root_id);
     } else if (m.type === "heartbeat") {
-      applyHeartbeat(t, modes, m, opts.now);
+      await applyHeartbeat(t, modes, m, opts.now);
       for (const s of m.sessions) reported.add(s.session_id).add(s.root_id);
       out.accepted++;
     } else if (m.type === "directive_result") {
-      modes.applyResult(m, opts.now);
+      await modes.applyResult(m, opts.now);
       out.accepted++;
     } else {
-      t.ticks.insert(m, opts.now);
+      await t.ticks.insert(m, opts.now);
       out.accepted++;
     }
   }
-  if (out.accepted > 0) t.counters.bump("progress_messages_total", out.accepted);
-  if (out.duplicates > 0) t.counters.bump("progress_duplicates_total", out.duplicates);
-  out.directives = modes.pendingFor(reported, { now: opts.now, maxAgeMs: opts.directiveMaxAgeMs });
+  if (out.accepted > 0) await t.counters.bump("progress_messages_total", out.accepted);
+  if (out.duplicates > 0) await t.counters.bump("progress_duplicates_total", out.duplicates);
+  out.directives = await modes.pendingFor(reported, { now: opts.now, maxAgeMs: opts.directiveMaxAgeMs });
   return out;
 }
 
 /** The session's plugin reported within the live window: it is the one judge of that session. */
-function pluginCovers(t: Tables, sessionId: string, opts: IngestOptions): boolean {
+async function pluginCovers(t: Tables, sessionId: string, opts: ProgressOptions): Promise<boolean> {
   if (opts.pluginLiveMs === undefined) return false;
-  const seenAt = t.sessions.get(sessionId)?.plugin_seen_at ?? null;
-  return seenAt !== null && opts.now - seenAt <= opts.pluginLiveMs;
+  const seenAt = (await t.sessions.get(sessionId))?.plugin_seen_at ?? null;
+  return watchdogCovered(seenAt, opts.now, opts.pluginLiveMs);
 }
 
 /** Stores a transition and what its plan says; null for an id stored before. */
-function applyTransition(
+async function applyTransition(
   t: Tables,
   modes: ModesStore,
   tr: Transition,
-  opts: IngestOptions,
-): TransitionPlan | null {
+  opts: ProgressOptions,
+): Promise<TransitionPlan | null> {
   const { now } = opts;
-  if (!t.transitions.insert(tr, now)) return null;
-  const before = t.sessions.learn(
+  if (!(await t.transitions.insert(tr, now))) return null;
+  const before = await t.sessions.learn(
     {
       session_id: tr.session_id,
       parent_id: tr.parent_id,
@@ -106,20 +108,20 @@ function applyTransition(
     now,
   );
   if (tr.source === "plugin" && tr.plugin_version !== null)
-    t.sessions.pluginSeen(tr.session_id, tr.plugin_version, now);
-  const row = t.sessions.get(tr.session_id);
+    await t.sessions.pluginSeen(tr.session_id, tr.plugin_version, now);
+  const row = await t.sessions.get(tr.session_id);
   if (!row) throw new Error(`session ${tr.session_id} vanished inside its own transaction`);
-  const flagged = tr.previous === "ok" && tr.verdict !== "ok";
-  if (flagged) t.counters.bump(`warnings_total:${tr.verdict}`);
-  t.counters.bump(`transitions_total:${tr.source}`);
-  t.sessions.flag(tr.session_id, before?.worst ?? "ok", tr.verdict, flagged, now);
-  const plan = opts.plan({ tree: t.treeModes.get(row.root_id), pluginSeenAt: row.plugin_seen_at }, tr);
-  t.treeModes.set({ ...plan.state, rootId: row.root_id }, now);
-  modes.applyEffects(plan.effects, plan.directives, now);
+  const flagged = isFlag(tr.previous, tr.verdict);
+  if (flagged) await t.counters.bump(`warnings_total:${tr.verdict}`);
+  await t.counters.bump(`transitions_total:${tr.source}`);
+  await t.sessions.flag(tr.session_id, before?.worst ?? "ok", tr.verdict, flagged, now);
+  const plan = opts.plan({ tree: await t.treeModes.get(row.root_id), pluginSeenAt: row.plugin_seen_at }, tr);
+  await t.treeModes.set({ ...plan.state, rootId: row.root_id }, now);
+  await modes.applyEffects(plan.effects, plan.directives, now);
   // An older transition arriving late (a retry queue flush) joins the history
   // and the counts but does not overwrite a newer verdict.
-  if (row.verdict_at === null || tr.at >= row.verdict_at) {
-    t.sessions.setVerdict({
+  if (takesVerdict(row.verdict_at, tr.at)) {
+    await t.sessions.setVerdict({
       session_id: tr.session_id,
       verdict: tr.verdict,
       reason: tr.reason,
@@ -132,7 +134,7 @@ function applyTransition(
       cannot_act: plan.cannotAct,
     });
   }
-  t.sessions.setStats({
+  await t.sessions.setStats({
     session_id: tr.session_id,
     turns: tr.signals.turns_since_landed,
     usd: tr.signals.usd_since_landed,
@@ -145,10 +147,10 @@ function applyTransition(
   return plan;
 }
 
-function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number): void {
-  t.plugins.seen(h, now);
+async function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number): Promise<void> {
+  await t.plugins.seen(h, now);
   for (const s of h.sessions) {
-    t.sessions.learn(
+    await t.sessions.learn(
       {
         session_id: s.session_id,
         parent_id: s.parent_id,
@@ -159,15 +161,15 @@ function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number)
       },
       now,
     );
-    t.sessions.pluginSeen(s.session_id, h.plugin_version, now);
-    if (s.verdict === "ok") modes.liftSession(s.session_id, "session ok", now);
-    t.samples.insert(s.session_id, {
+    await t.sessions.pluginSeen(s.session_id, h.plugin_version, now);
+    await modes.reportedVerdict(s.session_id, s.verdict, now);
+    await t.samples.insert(s.session_id, {
       at: h.at,
       turns_since_landed: s.turns_since_landed,
       last_landed_at: s.last_landed_at,
       context_tokens: s.context_tokens,
     });
-    t.sessions.setStats({
+    await t.sessions.setStats({
       session_id: s.session_id,
       turns: s.turns_since_landed,
       usd: s.usd_since_landed ?? null,
@@ -181,7 +183,7 @@ function applyHeartbeat(t: Tables, modes: ModesStore, h: Heartbeat, now: number)
         : { top: { target: s.top_target ?? null, count: s.top_target_count } }),
       at: h.at,
     });
-    t.sessions.describe({
+    await t.sessions.describe({
       session_id: s.session_id,
       title: s.title ?? null,
       directory: s.directory ?? null,

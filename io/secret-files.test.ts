@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleChild } from "../../test/helpers/child-bundle.ts";
+import { bundleChild } from "../test/helpers/child-bundle.ts";
 
 const CHILDREN = 8;
 const ROUNDS = 40;

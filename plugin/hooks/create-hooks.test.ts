@@ -4,9 +4,9 @@
 // (the code itself tolerates junk), and one case makes the runtime throw to
 // show the guard logs it with the hook's code.
 import { describe, expect, it } from "vitest";
-import { createHooks } from "./hooks.ts";
-import { Stallguard } from "./runtime.ts";
-import { loadSettings } from "./settings.ts";
+import { Stallguard } from "../runtime.ts";
+import { loadSettings } from "../settings.ts";
+import { createHooks } from "./create-hooks.ts";
 
 /** Replaces sg.log with a recorder; returns the lines ("level code message"). */
 function recordLogs(sg: Stallguard): string[] {
@@ -17,7 +17,7 @@ function recordLogs(sg: Stallguard): string[] {
   return lines;
 }
 
-/** The lines a hook guard wrote (codes ending in _failed from hooks.ts). */
+/** The lines a hook guard wrote (codes ending in _failed, from the hooks in this folder). */
 const guardCodes = (lines: string[]) => lines.filter((l) => /^error \S+_failed /.test(l));
 
 const junk: unknown[] = [undefined, null, 0, "x", [], {}, { sessionID: 5 }, { type: "tool", state: null }];
@@ -75,13 +75,14 @@ describe("hooks never throw", () => {
     const boom = () => {
       throw new Error("runtime boom");
     };
-    broken.toolAfter = boom;
-    broken.toolBefore = () => Promise.reject(new Error("async boom"));
+    broken.toolFinished = boom;
+    broken.toolStarting = () => Promise.reject(new Error("async boom"));
     const h = createHooks(broken);
     const after = h["tool.execute.after"] as unknown as AnyHook;
     const before = h["tool.execute.before"] as unknown as AnyHook;
-    await expect(after({}, {})).resolves.toBeUndefined();
-    await expect(before({}, {})).resolves.toBeUndefined();
+    const call = { tool: "read", sessionID: "ses_b", callID: "call_b" };
+    await expect(after(call, { output: "", metadata: {} })).resolves.toBeUndefined();
+    await expect(before(call, { args: {} })).resolves.toBeUndefined();
     expect(seen).toEqual([
       "error tool_after_failed Error: runtime boom",
       "error tool_before_failed Error: async boom",

@@ -4,7 +4,7 @@ import { describe, expect, test } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import { type DbSeen, emptyDbSeen } from "./db-source.ts";
 import type { Seen, WatchedTree } from "./discover.ts";
-import { judgeTick, readability, settleTick } from "./judge.ts";
+import { readability, replayTick, settleTick } from "./replay-trees.ts";
 import { emptyState } from "./state.ts";
 
 const config = configSchema.parse({ local_compute: { enabled: false } });
@@ -47,49 +47,49 @@ const seen = (over: Partial<Seen> = {}): Seen => ({
   ...over,
 });
 
-describe("judgeTick", () => {
+describe("replayTick", () => {
   test("no database and no server answering: quiet (not blind); the silent servers said once", () => {
     let state = emptyState();
     const logs: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const j = judgeTick(state, seen({ servers: 0, listed: 0 }), config, T0 + i, { blindAfter: 3 });
+      const j = replayTick(state, seen({ servers: 0, listed: 0 }), config, T0 + i, { blindAfter: 3 });
       expect(j).toMatchObject({ blind: false, blindReason: null, read: 0, changed: [] });
       logs.push(...j.logs);
-      state = settleTick(j, [], { outcome: "ok", detail: "", url: "u" }, seen()).state;
+      state = settleTick(j, [], { status: "ok", detail: "", url: "u" }, seen()).state;
     }
     expect(logs).toEqual(["watchdog: warning: no opencode server answered for 3 ticks (1 known)"]);
     expect(state.last_tick_at).toBeNull();
     // Nothing known, nothing there: nothing to say at all.
-    const none = judgeTick(emptyState(), seen({ known: 0, servers: 0, listed: 0 }), config, T0);
+    const none = replayTick(emptyState(), seen({ known: 0, servers: 0, listed: 0 }), config, T0);
     expect(none).toMatchObject({ blind: false, logs: [] });
   });
 
   test("a looping session is one change; remembered only once delivered", () => {
-    const j = judgeTick(emptyState(), seen({ trees: [readLoop("ses_l", 30)] }), config, T0 + 10_000);
+    const j = replayTick(emptyState(), seen({ trees: [readLoop("ses_l", 30)] }), config, T0 + 10_000);
     expect(j.changed.map((c) => [c.transition.session_id, c.transition.verdict])).toEqual([
       ["ses_l", "looping"],
     ]);
-    const down = settleTick(j, j.changed, { outcome: "down", detail: "x", url: "http://r" }, seen());
+    const down = settleTick(j, j.changed, { status: "down", detail: "x", url: "http://r" }, seen());
     expect(down.alert?.body).toContain("1 session(s) flagged");
     expect(down.state.sessions.ses_l).toBeUndefined();
     expect(down.state.last_tick_at).toBeNull();
     // The undelivered change is found again next tick.
-    const again = judgeTick(down.state, seen({ trees: [readLoop("ses_l", 30)] }), config, T0 + 20_000);
+    const again = replayTick(down.state, seen({ trees: [readLoop("ses_l", 30)] }), config, T0 + 20_000);
     expect(again.changed).toHaveLength(1);
-    const ok = settleTick(again, again.changed, { outcome: "ok", detail: "", url: "http://r" }, seen());
+    const ok = settleTick(again, again.changed, { status: "ok", detail: "", url: "http://r" }, seen());
     expect(ok.state.sessions.ses_l?.verdict).toBe("looping");
     expect(ok.state.last_tick_at).toBe(T0 + 20_000);
     expect(
-      judgeTick(ok.state, seen({ trees: [readLoop("ses_l", 30)] }), config, T0 + 30_000).changed,
+      replayTick(ok.state, seen({ trees: [readLoop("ses_l", 30)] }), config, T0 + 30_000).changed,
     ).toEqual([]);
   });
 
   test("a server that answers but lists nothing in a known shape is blind, warned once", () => {
     const bad = seen({ listed: 0, shapeErrors: ["http://oc: unexpected opencode API shape"] });
-    const j = judgeTick(emptyState(), bad, config, T0);
+    const j = replayTick(emptyState(), bad, config, T0);
     expect(j).toMatchObject({ blind: true, blindReason: "unexpected_shape" });
     expect(j.logs[0]).toContain("the watchdog is blind");
-    expect(judgeTick(j.state, bad, config, T0 + 1).logs).toEqual([]);
+    expect(replayTick(j.state, bad, config, T0 + 1).logs).toEqual([]);
   });
 
   test("blind means no source could be read although one was there", () => {
@@ -139,14 +139,14 @@ describe("judgeTick", () => {
       expect({ name, read: r.read, blind: r.blind, reason: r.reason }).toEqual({ name, ...want });
     }
     // A source with a problem is said once, "blind" only when nothing was read.
-    const partial = judgeTick(
+    const partial = replayTick(
       emptyState(),
       seen({ db: db("read"), listed: 0, shapeErrors: shape }),
       config,
       T0,
     );
     expect(partial.logs).toEqual([`watchdog: warning: ${shape[0]}`]);
-    const blind = judgeTick(emptyState(), seen({ db: db("unreadable"), servers: 0, listed: 0 }), config, T0);
+    const blind = replayTick(emptyState(), seen({ db: db("unreadable"), servers: 0, listed: 0 }), config, T0);
     expect(blind.logs).toEqual(["watchdog: warning: the watchdog is blind: /d: unreadable"]);
   });
 });

@@ -4,12 +4,12 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Heartbeat, Transition } from "../../shared/index.ts";
 import { heartbeatSession, quietSignals } from "../../test/helpers/wire-fixtures.ts";
-import { ingestOpts } from "../breaker/testing.ts";
-import type { RequestRecord } from "../gate/store.ts";
-import { MIGRATIONS, migrate, schemaVersion } from "./migrations.ts";
-import { openDatabase } from "./open.ts";
-import { type IngestOptions, Store } from "./store.ts";
-import { headersOnly } from "./tables/plugin-links.ts";
+import { progressOpts } from "../breaker/testing.ts";
+import { MIGRATIONS, migrate } from "../db/migrations.ts";
+import type { ProgressOptions } from "../db/store-progress.ts";
+import { headersOnly } from "../db/tables/plugin-links.ts";
+import type { RequestRecord } from "../gate/types.ts";
+import { openSqliteStore, type SqliteStore } from "./sqlite-store.ts";
 
 const signals = quietSignals;
 
@@ -35,7 +35,7 @@ function transition(over: Partial<Transition> = {}): Transition {
   };
 }
 
-const opts = (now = 5000): IngestOptions => ingestOpts(now);
+const opts = (now = 5000): ProgressOptions => progressOpts(now);
 
 const request = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   session_id: "ses_a",
@@ -59,69 +59,69 @@ const request = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   ...over,
 });
 
-describe("Store", () => {
+describe("SqlStore on SQLite", () => {
   let dir: string;
-  let store: Store;
-  beforeEach(() => {
+  let store: SqliteStore;
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "sg-store-"));
-    store = new Store(openDatabase(join(dir, "s.db")));
+    store = await openSqliteStore(join(dir, "s.db"));
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("opens in WAL mode with the migrations applied once", () => {
+  it("opens in WAL mode with the migrations applied once", async () => {
     expect(store.db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(schemaVersion(store.db)).toBe(Math.max(...MIGRATIONS.map((m) => m.version)));
+    expect(await store.schemaVersion()).toBe(Math.max(...MIGRATIONS.map((m) => m.version)));
     expect(migrate(store.db)).toEqual([]);
   });
 
-  it("counts a retried transition once", () => {
+  it("counts a retried transition once", async () => {
     const t = transition();
-    expect(store.ingest([t], opts())).toMatchObject({ accepted: 1, duplicates: 0 });
-    expect(store.ingest([t, t], opts())).toMatchObject({ accepted: 0, duplicates: 2 });
-    const [s] = store.sessions({ now: 5000, liveWindowMs: 180_000 });
+    expect(await store.storeProgress([t], opts())).toMatchObject({ accepted: 1, duplicates: 0 });
+    expect(await store.storeProgress([t, t], opts())).toMatchObject({ accepted: 0, duplicates: 2 });
+    const [s] = await store.sessions({ now: 5000, liveWindowMs: 180_000 });
     expect(s).toMatchObject({ verdict: "stalling", worst: "stalling", flags: 1, stage: "warned" });
-    expect(store.events(10)).toHaveLength(1);
-    expect(store.metrics({ now: 5000, liveWindowMs: 1 }).counters["warnings_total:stalling"]).toBe(1);
+    expect(await store.events(10)).toHaveLength(1);
+    expect((await store.metrics({ now: 5000, liveWindowMs: 1 })).counters["warnings_total:stalling"]).toBe(1);
   });
 
-  it("keeps worst and flags after the flag clears", () => {
-    store.ingest([transition({ id: "p:ses_a:1000:ol", verdict: "looping", at: 1000 })], opts());
-    store.ingest(
+  it("keeps worst and flags after the flag clears", async () => {
+    await store.storeProgress([transition({ id: "p:ses_a:1000:ol", verdict: "looping", at: 1000 })], opts());
+    await store.storeProgress(
       [transition({ id: "p:ses_a:2000:lo", verdict: "ok", previous: "looping", reason: null, at: 2000 })],
       opts(),
     );
-    store.ingest([transition({ id: "p:ses_a:3000:os", verdict: "stalling", at: 3000 })], opts());
-    store.ingest(
+    await store.storeProgress([transition({ id: "p:ses_a:3000:os", verdict: "stalling", at: 3000 })], opts());
+    await store.storeProgress(
       [transition({ id: "p:ses_a:4000:so", verdict: "ok", previous: "stalling", reason: null, at: 4000 })],
       opts(),
     );
-    const [s] = store.sessions({ now: 5000, liveWindowMs: 180_000 });
+    const [s] = await store.sessions({ now: 5000, liveWindowMs: 180_000 });
     expect(s).toMatchObject({ verdict: "ok", worst: "looping", flags: 2, stage: "none" });
   });
 
-  it("does not let a late, older transition overwrite a newer verdict", () => {
-    store.ingest(
+  it("does not let a late, older transition overwrite a newer verdict", async () => {
+    await store.storeProgress(
       [transition({ id: "p:ses_a:2000:so", verdict: "ok", previous: "stalling", at: 2000 })],
       opts(),
     );
-    store.ingest([transition({ id: "p:ses_a:1000:os", verdict: "stalling", at: 1000 })], opts());
-    const [s] = store.sessions({ now: 5000, liveWindowMs: 180_000 });
+    await store.storeProgress([transition({ id: "p:ses_a:1000:os", verdict: "stalling", at: 1000 })], opts());
+    const [s] = await store.sessions({ now: 5000, liveWindowMs: 180_000 });
     expect(s).toMatchObject({ verdict: "ok", worst: "stalling", flags: 1 });
   });
 
-  it("rolls the whole body back when one message fails", () => {
+  it("rolls the whole body back when one message fails", async () => {
     const bad = transition({ id: "p:ses_b:1:os", session_id: "ses_b" });
     // A NOT NULL violation inside the transaction (the schema forbids null root ids).
     const broken = { ...bad, root_id: null } as unknown as Transition;
-    expect(() => store.ingest([transition(), broken], opts())).toThrow();
-    expect(store.sessions({ now: 5000, liveWindowMs: 1 })).toHaveLength(0);
-    expect(store.events(10)).toHaveLength(0);
+    await expect(store.storeProgress([transition(), broken], opts())).rejects.toThrow();
+    expect(await store.sessions({ now: 5000, liveWindowMs: 1 })).toHaveLength(0);
+    expect(await store.events(10)).toHaveLength(0);
   });
 
-  it("marks plugins live from heartbeats and takes their session numbers", () => {
+  it("marks plugins live from heartbeats and takes their session numbers", async () => {
     const hb: Heartbeat = {
       type: "heartbeat",
       instance_id: "inst-1",
@@ -141,8 +141,8 @@ describe("Store", () => {
         },
       ],
     };
-    store.ingest([hb], opts(5000));
-    const [s] = store.sessions({ now: 6000, liveWindowMs: 180_000 });
+    await store.storeProgress([hb], opts(5000));
+    const [s] = await store.sessions({ now: 6000, liveWindowMs: 180_000 });
     expect(s).toMatchObject({
       session_id: "ses_h",
       plugin_live: true,
@@ -151,30 +151,32 @@ describe("Store", () => {
       context_tokens: 4242,
       source: "plugin",
     });
-    expect(store.sessions({ now: 5000 + 180_001, liveWindowMs: 180_000 })[0]?.plugin_live).toBe(false);
-    expect(store.metrics({ now: 6000, liveWindowMs: 180_000 }).livePlugins).toBe(1);
+    expect((await store.sessions({ now: 5000 + 180_001, liveWindowMs: 180_000 }))[0]?.plugin_live).toBe(
+      false,
+    );
+    expect((await store.metrics({ now: 6000, liveWindowMs: 180_000 })).livePlugins).toBe(1);
   });
 
-  it("tells headers seen from reporting: the gate's plugin headers are not a report", () => {
+  it("tells headers seen from reporting: the gate's plugin headers are not a report", async () => {
     const link = { instanceId: "inst-2", reportTo: "http://127.0.0.1:4870", state: "failing" as const };
     store.decide({ sessionId: "ses_g", agent: "build", parent: null, pluginVersion: "0.1.0", link }, 1000);
-    const view = () => store.sessions({ now: 2000, liveWindowMs: 180_000 })[0];
-    expect(view()).toMatchObject({
+    const view = async () => (await store.sessions({ now: 2000, liveWindowMs: 180_000 }))[0];
+    expect(await view()).toMatchObject({
       session_id: "ses_g",
       plugin_live: false,
       plugin_headers: true,
       source: "gate",
     });
-    const silent = (now: number) => {
-      store.flush(); // the gate's links are written in its next batch (as /health does first)
-      return headersOnly(store.tables.pluginLinks.since(now - 180_000), {
+    const silent = async (now: number) => {
+      // The gate's links are written in its next batch (the store writes it first, as /health asks).
+      return headersOnly(await store.pluginLinks(now - 180_000), {
         now,
         liveWindowMs: 180_000,
         heartbeatMs: 60_000,
       });
     };
     // It says its deliveries fail: named at once, with the URL it reports to.
-    expect(silent(2000)).toEqual([
+    expect(await silent(2000)).toEqual([
       {
         instance_id: "inst-2",
         version: "0.1.0",
@@ -191,20 +193,23 @@ describe("Store", () => {
       at: 2500,
       sessions: [],
     };
-    store.ingest([hb], opts(3000));
-    expect(silent(3000)).toEqual([]);
+    await store.storeProgress([hb], opts(3000));
+    expect(await silent(3000)).toEqual([]);
     // A plugin that never says it fails, and never heartbeats: named after one heartbeat period.
     const quiet = { instanceId: "inst-3", reportTo: "http://127.0.0.1:9", state: "pending" as const };
     store.decide(
       { sessionId: "ses_q", agent: "build", parent: null, pluginVersion: "0.1.0", link: quiet },
       4000,
     );
-    expect(silent(30_000).map((p) => p.instance_id)).toEqual([]);
-    expect(silent(70_000).map((p) => p.instance_id)).toEqual(["inst-3"]);
+    expect((await silent(30_000)).map((p) => p.instance_id)).toEqual([]);
+    expect((await silent(70_000)).map((p) => p.instance_id)).toEqual(["inst-3"]);
   });
 
-  it("a heartbeat after a transition brings the figures up to date; nothing heard for the window: ended", () => {
-    store.ingest([transition({ top_target: "read src/a.ts", top_target_count: 14, at: 1000 })], opts(1000));
+  it("a heartbeat after a transition brings the figures up to date; nothing heard for the window: ended", async () => {
+    await store.storeProgress(
+      [transition({ top_target: "read src/a.ts", top_target_count: 14, at: 1000 })],
+      opts(1000),
+    );
     const beat = (at: number, over: Partial<Heartbeat["sessions"][number]>): Heartbeat => ({
       type: "heartbeat",
       instance_id: "inst-1",
@@ -213,14 +218,14 @@ describe("Store", () => {
       sessions: [heartbeatSession("ses_a", { verdict: "stalling", ...over })],
     });
     // An older plugin's heartbeat: the transition's top target stays.
-    store.ingest([beat(2000, { turns_since_landed: 4 })], opts(2000));
-    expect(store.sessions({ now: 2000, liveWindowMs: 180_000 })[0]).toMatchObject({
+    await store.storeProgress([beat(2000, { turns_since_landed: 4 })], opts(2000));
+    expect((await store.sessions({ now: 2000, liveWindowMs: 180_000 }))[0]).toMatchObject({
       top_target: "read src/a.ts",
       top_target_count: 14,
       calls: signals().calls,
       title: null,
     });
-    store.ingest(
+    await store.storeProgress(
       [
         beat(3000, {
           calls: 52,
@@ -237,8 +242,8 @@ describe("Store", () => {
       opts(3000),
     );
     // A late heartbeat from before changes nothing; one without a title keeps it.
-    store.ingest([beat(2500, { top_target_count: 20, calls: 45 })], opts(3100));
-    const [s] = store.sessions({ now: 3100, liveWindowMs: 180_000 });
+    await store.storeProgress([beat(2500, { top_target_count: 20, calls: 45 })], opts(3100));
+    const [s] = await store.sessions({ now: 3100, liveWindowMs: 180_000 });
     expect(s).toMatchObject({
       top_target_count: 30,
       calls: 52,
@@ -250,78 +255,91 @@ describe("Store", () => {
       created_at: 900,
       ended: false,
     });
-    expect(store.sessions({ now: 3100 + 180_000, liveWindowMs: 180_000 })[0]?.ended).toBe(false);
-    expect(store.sessions({ now: 3100 + 180_001, liveWindowMs: 180_000 })[0]).toMatchObject({
+    expect((await store.sessions({ now: 3100 + 180_000, liveWindowMs: 180_000 }))[0]?.ended).toBe(false);
+    expect((await store.sessions({ now: 3100 + 180_001, liveWindowMs: 180_000 }))[0]).toMatchObject({
       ended: true,
       plugin_live: false,
     });
   });
 
-  it("learns trees from the gate, bottom-up included, and refuses a stopped tree", () => {
+  it("learns trees from the gate, bottom-up included, and refuses a stopped tree", async () => {
     // The child is seen first with its parent; the parent later learns its own parent.
     expect(
       store.decide({ sessionId: "child", agent: "general", parent: "mid", pluginVersion: null }, 1000),
     ).toEqual({ refused: false, scope: null, reason: null, rootId: "mid" });
     store.decide({ sessionId: "mid", agent: "build", parent: "top", pluginVersion: null }, 1001);
-    const child = store.sessions({ now: 2000, liveWindowMs: 1 }).find((s) => s.session_id === "child");
+    const child = (await store.sessions({ now: 2000, liveWindowMs: 1 })).find(
+      (s) => s.session_id === "child",
+    );
     expect(child).toMatchObject({ root_id: "top", parent_id: "mid", source: "gate" });
 
-    store.setRefusal("tree", "top", "stopped", "alice", 1500, "admin Stop");
+    await store.setRefusal("tree", "top", "stopped", "alice", 1500, "admin Stop");
     const d = store.decide({ sessionId: "child", agent: null, parent: null, pluginVersion: null }, 1600);
     expect(d).toMatchObject({ refused: true, scope: "tree", rootId: "top" });
     expect(d.reason).toContain("alice");
-    const row = store.sessions({ now: 2000, liveWindowMs: 1 }).find((s) => s.session_id === "child");
+    const row = (await store.sessions({ now: 2000, liveWindowMs: 1 })).find((s) => s.session_id === "child");
     expect(row).toMatchObject({ refused: true, stopped_by: "alice", stopped_at: 1500 });
 
-    store.setRefusal("tree", "top", "running", "bob", 1700, "admin Resume");
+    await store.setRefusal("tree", "top", "running", "bob", 1700, "admin Resume");
     expect(store.decide({ sessionId: "child", agent: null, parent: null, pluginVersion: null }).refused).toBe(
       false,
     );
-    expect(store.refusalLog(10).map((r) => [r.state, r.by])).toEqual([
+    expect((await store.refusalLog(10)).map((r) => [r.state, r.by])).toEqual([
       ["running", "bob"],
       ["stopped", "alice"],
     ]);
   });
 
-  it("uses the gate's request records for spend since the last landed change", () => {
-    store.ingest([transition({ signals: signals({ last_landed_at: 1500, usd_since_landed: 9 }) })], opts());
+  it("uses the gate's request records for spend since the last landed change", async () => {
+    await store.storeProgress(
+      [transition({ signals: signals({ last_landed_at: 1500, usd_since_landed: 9 }) })],
+      opts(),
+    );
     store.recordRequest(request({ started_at: 1000, cost_usd: 5 })); // before landed: not counted
     store.recordRequest(request({ started_at: 2000, cost_usd: 0.25 }));
     store.recordRequest(request({ started_at: 2500, cost_usd: 0.5, context_tokens: 777 }));
     store.recordRequest(request({ started_at: 2600, cost_usd: null, refused: true, status: 429 }));
-    const [s] = store.sessions({ now: 5000, liveWindowMs: 1 });
+    const [s] = await store.sessions({ now: 5000, liveWindowMs: 1 });
     expect(s).toMatchObject({
       turns_since_landed: 2,
       usd_since_landed: 0.75,
       context_tokens: 777,
       spend_source: "gate",
     });
-    expect(store.metrics({ now: 5000, liveWindowMs: 1 }).counters.refusals_total).toBe(1);
+    expect((await store.metrics({ now: 5000, liveWindowMs: 1 })).counters.refusals_total).toBe(1);
   });
 
-  it("prunes by retention but keeps stopped trees", () => {
-    store.ingest([transition({ session_id: "old", root_id: "old", id: "p:old:1:os" })], opts(1000));
-    store.ingest([transition({ session_id: "kept", root_id: "kept", id: "p:kept:1:os" })], opts(1000));
-    store.setRefusal("tree", "kept", "stopped", "admin", 1000, null);
+  it("prunes by retention but keeps stopped trees", async () => {
+    await store.storeProgress(
+      [transition({ session_id: "old", root_id: "old", id: "p:old:1:os" })],
+      opts(1000),
+    );
+    await store.storeProgress(
+      [transition({ session_id: "kept", root_id: "kept", id: "p:kept:1:os" })],
+      opts(1000),
+    );
+    await store.setRefusal("tree", "kept", "stopped", "admin", 1000, null);
     store.recordRequest(request({ started_at: 1000 }));
-    const r = store.prune(1_000_000, 10_000);
+    const r = await store.prune(1_000_000, 10_000);
     expect(r).toMatchObject({ transitions: 2, requests: 1, sessions: 1 });
-    expect(store.sessions({ now: 1_000_000, liveWindowMs: 1 }).map((s) => s.session_id)).toEqual(["kept"]);
-    expect(store.refusal("tree", "kept")?.state).toBe("stopped");
+    expect((await store.sessions({ now: 1_000_000, liveWindowMs: 1 })).map((s) => s.session_id)).toEqual([
+      "kept",
+    ]);
+    expect((await store.refusal("tree", "kept"))?.state).toBe("stopped");
   });
 
-  it("persists knob overrides as JSON", () => {
-    store.setKnobOverride("thresholds.dup_warn", 0.5, "admin", 1);
-    store.setKnobOverride("progress.read_only_agents", ["explore"], "admin", 2);
-    expect(store.knobOverrides().map((k) => [k.path, k.value])).toEqual([
+  it("persists knob overrides as JSON", async () => {
+    await store.setKnobOverride("thresholds.dup_warn", 0.5, "admin", 1);
+    await store.setKnobOverride("progress.read_only_agents", ["explore"], "admin", 2);
+    expect((await store.knobOverrides()).map((k) => [k.path, k.value])).toEqual([
       ["progress.read_only_agents", ["explore"]],
       ["thresholds.dup_warn", 0.5],
     ]);
-    expect(store.deleteKnobOverride("thresholds.dup_warn")).toBe(true);
-    expect(store.knobOverrides()).toHaveLength(1);
+    expect(await store.deleteKnobOverride("thresholds.dup_warn")).toBe(true);
+    expect(await store.knobOverrides()).toHaveLength(1);
   });
 
-  it("refuses a database from a newer stallguard", () => {
+  it("refuses a database from a newer stallguard", async () => {
     store.db
       .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)")
       .run();

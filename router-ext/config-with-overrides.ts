@@ -1,8 +1,10 @@
-// The config as the router's commands see it: io/config-files.ts
-// loadConfigLayers with the admin overrides stored in the router's database
-// (server.db, else the default path), so a knob changed in the admin page
-// reaches the watchdog's timer ticks and calibration too. A database that does
-// not exist yet is simply no overrides; one that cannot be read is logged.
+// The config as the router's commands that run without a store (the
+// watchdog's timer ticks, calibrate) see it: io/config-files.ts
+// loadConfigLayers with the admin overrides stored in the router's SQLite
+// file (server.db, else the default path), read-only, so a knob changed in the
+// admin page reaches them too; serve reads them through its open store
+// (RouterStore.knobOverrides). A database that does not exist yet is simply
+// no overrides; one that cannot be read is logged.
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { type LoadedConfig, loadConfigLayers } from "../io/config-files.ts";

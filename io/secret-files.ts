@@ -28,7 +28,11 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { generateToken } from "./security.ts";
+
+/** A fresh token (admin, plugin, client key): 32 random bytes, base64url. */
+export function generateToken(): string {
+  return randomBytes(32).toString("base64url");
+}
 
 export interface SecretFilePaths {
   dir: string;

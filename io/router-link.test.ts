@@ -10,7 +10,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { tempDirForTests } from "../../test/helpers/temp-dir.ts";
+import { tempDirForTests } from "../test/helpers/temp-dir.ts";
 import {
   announceRouter,
   DEFAULT_ROUTER_URL,

@@ -1,6 +1,7 @@
 /**
- * The gate's view of the durable store. The server implements it on SQLite
- * (router-ext/db/); tests use a small in-memory one (gate/testing.ts). Both
+ * The gate's view of the durable store (its types). The server implements it
+ * over any Sql engine (router-ext/store/sql-store.ts); tests use a small
+ * in-memory one (gate/testing.ts). Both
  * answer from facts held in memory (gate/facts.ts) with the one decision
  * (modes/gate-decision.ts), synchronously: a model request never waits on the
  * database. What a request teaches and its record are written off its path.

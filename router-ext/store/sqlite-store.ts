@@ -1,0 +1,48 @@
+// The store on one SQLite file: the file opened and migrated by
+// router-ext/db/open.ts (PRAGMAs, 0600 mode, the migrations), statements
+// through the SQLite engine of Sql, and the SQLite-only probe of whether the
+// file takes writes (router-ext/db/writable.ts) run under the engine's lock.
+import type Database from "better-sqlite3";
+import { type OpenDatabaseOptions, openDatabase } from "../db/open.ts";
+import { databaseWritable } from "../db/writable.ts";
+import { SqlStore, type SqlStoreOptions } from "./sql-store.ts";
+import { SqliteSql } from "./sqlite-sql.ts";
+
+export class SqliteStore extends SqlStore {
+  /** The handle, for what only SQLite has (the breaker's tables, tests reading rows). */
+  readonly db: Database.Database;
+
+  constructor(db: Database.Database, opts: Omit<SqlStoreOptions, "writable" | "close"> = {}) {
+    const sql = new SqliteSql(db);
+    super(sql, {
+      ...opts,
+      writable: () => sql.outside(() => databaseWritable(db)),
+      close: () => {
+        if (db.open) db.close();
+      },
+    });
+    this.db = db;
+  }
+}
+
+/**
+ * Opens (creating when missing) and migrates the SQLite file at `path`
+ * (":memory:" for tests), or takes an opened handle, and reads the gate's facts.
+ *
+ * @example
+ * const store = await openSqliteStore(defaultDbPath());
+ */
+export async function openSqliteStore(
+  path: string | Database.Database,
+  opts: Omit<SqlStoreOptions, "writable" | "close"> & OpenDatabaseOptions = {},
+): Promise<SqliteStore> {
+  const db = typeof path === "string" ? openDatabase(path, opts) : path;
+  const store = new SqliteStore(db, opts);
+  try {
+    await store.reloadFacts();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
