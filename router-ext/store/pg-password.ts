@@ -1,9 +1,9 @@
 // Where the PostgreSQL password comes from: STALLGUARD_PG_PASSWORD, or the
 // file STALLGUARD_PG_PASSWORD_FILE names, which must be 0600 (read without
-// following a link, router-ext/server/secret-files.ts). Never from the URL or
+// following a link, io/secret-files.ts). Never from the URL or
 // a config file (pg-target.ts refuses one there). Neither set: no password
 // (a server that trusts this host or uses a client certificate).
-import { openSecretFile, SECRET_RULE, secretValue } from "../server/secret-files.ts";
+import { openSecretFile, SECRET_RULE, secretValue } from "../../io/secret-files.ts";
 
 export class PgPasswordError extends Error {
   constructor(message: string) {

@@ -47,7 +47,7 @@ describe.skipIf(!haproxyBin)(haproxyTitle("HAProxy harness: round robin with a h
     await new Promise((r) => setTimeout(r, 500)); // the first health checks
     expect(new Set(await names(6))).toEqual(new Set(["a", "b"]));
     bHealth.ok = false;
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 1500)); // three failed checks 300 ms apart
     expect(await names(6)).toEqual(["a", "a", "a", "a", "a", "a"]);
   });
 });

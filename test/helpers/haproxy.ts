@@ -1,6 +1,6 @@
 // A real HAProxy from Debian in front of test servers: a generated config on
 // a free loopback port, round robin, an HTTP health check on GET /health every
-// 200 ms, and a connection that fails retried on the other server (redispatch),
+// 300 ms, and a connection that fails retried on the other server (redispatch),
 // as a team's load balancer would be set up. Runs in the foreground (-db) as a
 // child of the test; stop() kills it by its pid and removes its folder.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -39,6 +39,8 @@ defaults
   timeout connect 1s
   timeout client 30s
   timeout server 30s
+  # A /health that answers slowly under load is not a dead server.
+  timeout check 3s
   retries 3
   option redispatch 1
 
@@ -49,7 +51,7 @@ frontend front
 backend replicas
   balance roundrobin
   option httpchk GET /health
-  default-server inter 200ms fall 2 rise 1
+  default-server inter 300ms fall 3 rise 1
 ${backends.map((b) => `  server ${b.name} 127.0.0.1:${b.port} check`).join("\n")}
 `;
 }
