@@ -96,36 +96,34 @@ describe("stallguard serve --db refuses what is not its own database", () => {
     expect(before.mode).toBe("644");
   });
 
-  test("a postgres:// URL with a password in it: exit 1, says where the password goes, never prints it", () => {
+  /** serve on a database URL it cannot use: exit 1, the message, nothing created. */
+  function refusedUrl(url: string, says: string): string {
     const before = readdirSync(tmp).sort();
-    const r = serve("postgres://stallguard:hunter2secret@127.0.0.1:5432/stallguard");
+    const r = serve(url);
     expect(r.code, r.out).toBe(1);
-    expect(r.out).toContain(
+    expect(r.out).toContain(says);
+    expect(readdirSync(tmp).sort()).toEqual(before);
+    return r.out;
+  }
+
+  test("a postgres:// URL with a password in it: exit 1, says where the password goes, never prints it", () => {
+    const out = refusedUrl(
+      "postgres://stallguard:hunter2secret@127.0.0.1:5432/stallguard",
       "the postgres:// URL holds a password: remove it and set STALLGUARD_PG_PASSWORD or STALLGUARD_PG_PASSWORD_FILE (a 0600 file) instead",
     );
-    expect(r.out).not.toContain("hunter2secret");
-    expect(readdirSync(tmp).sort()).toEqual(before);
+    expect(out).not.toContain("hunter2secret");
   });
 
-  test("a postgres:// URL where nothing listens: exit 1, says so, creates nothing", async () => {
-    const before = readdirSync(tmp).sort();
+  test("a postgres:// URL where nothing listens, or another kind of URL: exit 1, says why, creates nothing", async () => {
     const port = await freePort();
-    const r = serve(`postgres://stallguard@127.0.0.1:${port}/stallguard`);
-    expect(r.code, r.out).toBe(1);
-    expect(r.out).toContain(
+    refusedUrl(
+      `postgres://stallguard@127.0.0.1:${port}/stallguard`,
       `cannot open the PostgreSQL database postgres://stallguard@127.0.0.1:${port}/stallguard: nothing accepts connections there (is PostgreSQL running?)`,
     );
-    expect(readdirSync(tmp).sort()).toEqual(before);
-  });
-
-  test("another database URL: exit 1, names the stores it takes, creates nothing", () => {
-    const before = readdirSync(tmp).sort();
-    const r = serve("mysql://stallguard@db.example:3306/stallguard");
-    expect(r.code, r.out).toBe(1);
-    expect(r.out).toContain(
+    refusedUrl(
+      "mysql://stallguard@db.example:3306/stallguard",
       "mysql://stallguard@db.example:3306/stallguard is a database URL stallguard does not use: its store is a SQLite file path or postgres://user@host:port/database",
     );
-    expect(readdirSync(tmp).sort()).toEqual(before);
     expect(existsSync(join(tmp, "mysql:"))).toBe(false);
   });
 
