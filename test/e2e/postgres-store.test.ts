@@ -7,6 +7,7 @@ import { alertClaimKey, claimAlert, pruneAlertClaims } from "../../router-ext/st
 import { META_TABLE, MIGRATE_LOCK, migratePg, pgSchemaVersion } from "../../router-ext/store/pg-migrate.ts";
 import { openPgDatabase } from "../../router-ext/store/pg-open.ts";
 import { openPgSql, type PgSql } from "../../router-ext/store/pg-sql.ts";
+import { openPgStore } from "../../router-ext/store/pg-store.ts";
 import { parsePgTarget } from "../../router-ext/store/pg-target.ts";
 import { leadTick, tryLeadTick } from "../../router-ext/store/replica-lead.ts";
 import { type PgServer, pgBin, pgTitle, startPostgres } from "../helpers/postgres.ts";
@@ -194,6 +195,45 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
     await expect(openPgDatabase(url.replace("stallguard@", "stallguard:pw@"), {}, () => {})).rejects.toThrow(
       /holds a password/,
     );
+  });
+
+  it("two stores on one database: one watchdog tick an interval between them", async () => {
+    const url = await server.createDatabase("ticks");
+    let clock = 1_800_000_000_000;
+    const env = { STALLGUARD_PG_PASSWORD: server.password };
+    const open2 = (name: string) => openPgStore(url, env, { log: () => {}, now: () => clock, replica: name });
+    const [a, b] = [await open2("a"), await open2("b")];
+    try {
+      const ran: string[] = [];
+      // The tick stores its watchdog_ticks row, as the real one does through /progress.
+      const tick = (who: string) => async () => {
+        ran.push(who);
+        await a.pg.run(
+          "INSERT INTO watchdog_ticks (at, received_at, servers, sessions, flagged, blind) VALUES (?, ?, 0, 0, 0, 0)",
+          [clock, clock],
+        );
+      };
+      let release: () => void = () => {};
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const slowA = a.leadWatchdogTick(async () => {
+        await held;
+        await tick("a")();
+      }, 60_000);
+      await new Promise((r) => setTimeout(r, 200));
+      await b.leadWatchdogTick(tick("b"), 60_000); // A holds the lead: B skips
+      release();
+      await slowA;
+      clock += 10_000;
+      await b.leadWatchdogTick(tick("b"), 60_000); // A ticked 10 s ago: not due
+      clock += 25_000;
+      await b.leadWatchdogTick(tick("b"), 60_000); // 35 s: due again
+      expect(ran).toEqual(["a", "b"]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 
   // Last: it stops the server. The codes are those the store's write queue reads as "retry later".
