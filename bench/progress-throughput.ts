@@ -5,13 +5,14 @@
 // medians, and fails when any request errored or was not a 200.
 //
 //   node deploy/build.mjs && npx tsx bench/progress-throughput.ts [--runs 3] [--amount 20000] [--connections 10]
+//     [--engine sqlite|postgres] [--replicas 1|2]   (postgres: a throwaway server; 2: behind HAProxy)
 //   (uses dist/stallguard.mjs when present, else the TypeScript sources via tsx)
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startServe } from "./serve-child.ts";
+import { benchTarget } from "./bench-target.ts";
 
 interface AutocannonResult {
   requests: { average: number; total: number };
@@ -43,8 +44,12 @@ const { values } = parseArgs({
     runs: { type: "string", default: "3" },
     amount: { type: "string", default: "20000" },
     connections: { type: "string", default: "10" },
+    engine: { type: "string", default: "sqlite" },
+    replicas: { type: "string", default: "1" },
   },
 });
+const engine = values.engine === "postgres" ? "postgres" : "sqlite";
+const replicaCount = engine === "postgres" ? Math.max(1, Number(values.replicas)) : 1;
 const runs = Math.max(1, Number(values.runs));
 const amount = Math.max(100, Number(values.amount));
 const connections = Math.max(1, Number(values.connections));
@@ -97,9 +102,8 @@ const median = (xs: number[]) => {
 };
 
 const dir = mkdtempSync(join(tmpdir(), "sg-bench-"));
-const { proc, url } = await startServe(dir, {
-  env: { STALLGUARD_ADMIN_TOKEN: "bench", STALLGUARD_TOKEN: "bench-plugin" },
-});
+const target = await benchTarget(dir, engine, replicaCount);
+const url = target.url;
 let failed = false;
 const rows: AutocannonResult[] = [];
 try {
@@ -142,8 +146,7 @@ try {
       `p50 ${median(rows.map((r) => r.latency.p50))} ms, p99 ${median(rows.map((r) => r.latency.p99))} ms`,
   );
 } finally {
-  proc.kill("SIGTERM");
-  await new Promise((r) => proc.once("exit", r));
+  await target.stop();
   rmSync(dir, { recursive: true, force: true });
 }
 if (failed) {

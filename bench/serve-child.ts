@@ -11,7 +11,7 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export async function startServe(
   dir: string,
-  opts: { args?: string[]; env?: Record<string, string> } = {},
+  opts: { args?: string[]; env?: Record<string, string>; db?: string } = {},
 ): Promise<{ proc: ChildProcess; url: string }> {
   const bundle = join(ROOT, "dist/stallguard.mjs");
   const entry = existsSync(bundle) ? [bundle] : ["--import", "tsx", join(ROOT, "router-ext/cli/main.ts")];
@@ -22,7 +22,7 @@ export async function startServe(
     "--port",
     "0",
     "--db",
-    join(dir, "bench.db"),
+    opts.db ?? join(dir, "bench.db"),
     "--config",
     config,
     ...(opts.args ?? []),

@@ -40,3 +40,24 @@ export function single(name: string, type: MetricType, help: string, value: numb
 export function promText(lines: string[]): string {
   return `${lines.join("\n")}\n`;
 }
+
+const SAMPLE = /^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})? (.*)$/;
+
+/**
+ * `text` with one more label on every sample line (HELP and TYPE lines as
+ * they were): the replica that answered, when several serve one database.
+ * @example
+ * withLabel('m{a="1"} 2\nn 3\n', "replica", "r1") // 'm{replica="r1",a="1"} 2\nn{replica="r1"} 3\n'
+ */
+export function withLabel(text: string, name: string, value: string): string {
+  const label = `${name}="${labelValue(value)}"`;
+  return text
+    .split("\n")
+    .map((line) => {
+      const m = line.startsWith("#") ? null : SAMPLE.exec(line);
+      if (!m) return line;
+      const inner = m[2] ? m[2].slice(1, -1) : "";
+      return `${m[1]}{${label}${inner ? `,${inner}` : ""}} ${m[3]}`;
+    })
+    .join("\n");
+}

@@ -24,7 +24,14 @@ export class BreakerStore {
   private readonly phaseLog;
   private readonly evidence;
 
-  constructor(readonly sql: Sql) {
+  /**
+   * `changed` runs inside each state-changing transaction (save, recordTrip):
+   * on PostgreSQL it tells the other replicas, delivered only on commit.
+   */
+  constructor(
+    readonly sql: Sql,
+    private readonly changed: (q: Sql) => Promise<void> = async () => {},
+  ) {
     this.stateRows = breakerStateRows(sql);
     this.tripRows = breakerTripRows(sql);
     this.phaseLog = breakerPhaseLog(sql);
@@ -57,6 +64,7 @@ export class BreakerStore {
           at: next.updatedAt,
           by,
         });
+      await this.changed(q);
     });
   }
 
@@ -72,6 +80,7 @@ export class BreakerStore {
         at: trip.at,
         by: "breaker",
       });
+      await this.changed(q);
       return seq;
     });
   }

@@ -21,7 +21,7 @@ export default defineCommand({
     port: stringArg("Listen port (0 = any free port). Default: server.port (4870)"),
     host: stringArg("Listen address. Default 127.0.0.1; others need both tokens set"),
     db: stringArg(
-      "stallguard's own SQLite store (not opencode's database: that is calibrate --db). Default: $XDG_STATE_HOME/stallguard/stallguard.db",
+      "stallguard's own store: a SQLite file, or postgres://user@host:port/database for replicas (password from STALLGUARD_PG_PASSWORD or STALLGUARD_PG_PASSWORD_FILE); not opencode's database: that is calibrate --db. Default: $XDG_STATE_HOME/stallguard/stallguard.db",
     ),
     upstream: stringArg("The model endpoint's OpenAI base URL, ending in /v1"),
     config: stringArg("A YAML file used instead of config/config.local.yaml"),

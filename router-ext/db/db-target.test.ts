@@ -97,8 +97,12 @@ describe("checkDbTarget: what stallguard's own database path may name", () => {
     );
     expect(snapshot(folder).mode).toBe(0o755);
     expect(() => openDatabase("postgres://user@db.example/stallguard")).toThrow(
-      "postgres://user@db.example/stallguard is a database URL; stallguard's store is a SQLite file path (database servers are not supported yet)",
+      "postgres://user@db.example/stallguard is a PostgreSQL store: only `stallguard serve` uses one; this command reads a SQLite file",
     );
+    expect(() => openDatabase("mysql://user@db.example/stallguard")).toThrow(
+      "mysql://user@db.example/stallguard is a database URL stallguard does not use: its store is a SQLite file path or postgres://user@host:port/database",
+    );
+    expect(existsSync("mysql:")).toBe(false);
     expect(existsSync("postgres:")).toBe(false);
     const text = join(d, "notes.txt");
     writeFileSync(text, "not a database\n".repeat(20));

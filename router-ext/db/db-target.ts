@@ -1,7 +1,7 @@
 // What stallguard's own database path (serve --db, server.db) may name,
 // checked before anything touches it: a new file, an empty one, or a
-// database that is already stallguard's. A folder, a database URL (a shared
-// database server is not supported yet), a file that is not SQLite, or a
+// database that is already stallguard's. A folder, a database URL (serve
+// takes postgres:// before it comes here: router-ext/store/pg-target.ts), a file that is not SQLite, or a
 // SQLite database with other tables and no stallguard marker (opencode.db, for
 // one) is an error naming the path, and the path is left as it was: no chmod,
 // no tables, no -wal or -shm files.
@@ -51,7 +51,9 @@ export function checkDbTarget(path: string): DbTarget {
   if (path === ":memory:") return "memory";
   if (URL_LIKE.test(path))
     throw new DbTargetError(
-      `${path} is a database URL; stallguard's store is a SQLite file path (database servers are not supported yet)${untouched}`,
+      /^postgres(ql)?:\/\//i.test(path)
+        ? `${path} is a PostgreSQL store: only \`stallguard serve\` uses one; this command reads a SQLite file${untouched}`
+        : `${path} is a database URL stallguard does not use: its store is a SQLite file path or postgres://user@host:port/database${untouched}`,
     );
   let st: ReturnType<typeof statSync>;
   try {

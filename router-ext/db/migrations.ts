@@ -8,6 +8,7 @@ import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
 import { LINK_MIGRATIONS } from "./migrations-link.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
 import { OPERATOR_MIGRATIONS } from "./migrations-operator.ts";
+import { REPLICA_MIGRATIONS } from "./migrations-replicas.ts";
 import { SECURITY_MIGRATIONS } from "./migrations-security.ts";
 import { WATCHDOG_MIGRATIONS } from "./migrations-watchdog.ts";
 
@@ -148,7 +149,8 @@ CREATE TABLE counters (
 `,
   },
   // Feature migrations live next to their owners' files; versions never collide
-  // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...; watchdog: 181, ...)
+  // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...; watchdog: 181, ...;
+  // link: 251, ...; replicas: 301, ...)
   // and are applied in version order.
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
@@ -168,6 +170,7 @@ ALTER TABLE refused_sessions RENAME COLUMN conversation TO session_id;
 `,
   },
   ...LINK_MIGRATIONS,
+  ...REPLICA_MIGRATIONS,
 ];
 
 /**

@@ -42,6 +42,8 @@ export interface AppDeps {
   afterStored?: (result: ProgressResult, messages: ProgressMessage[]) => void;
   /** Further Prometheus text for /metrics (the gate's histograms). */
   extraMetrics?: () => string[];
+  /** Which replica answers (several serve one PostgreSQL database): a label on every /metrics sample. */
+  replica?: string;
   /** Sub-apps mounted behind the admin token (their routes must start with /api/). */
   adminApps?: HonoType[];
   /** Sub-apps mounted as they are (the gate's GET /gate/:session, the admin page). */
@@ -92,7 +94,13 @@ export function createApp(deps: AppDeps): Hono {
   app.route("/", healthRoutes({ ...d, version: deps.version }));
   app.route(
     "/",
-    metricsRoutes({ ...d, adminToken: deps.adminToken, rejections, extraMetrics: deps.extraMetrics }),
+    metricsRoutes({
+      ...d,
+      adminToken: deps.adminToken,
+      rejections,
+      extraMetrics: deps.extraMetrics,
+      replica: deps.replica,
+    }),
   );
   // The admin API, behind the token above.
   app.route("/", eventRoutes(d));

@@ -61,6 +61,8 @@ export interface WatchdogJobOptions {
   pluginToken: string;
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
+  /** Replicas: runs a tick only on the replica that leads this interval. */
+  lead?: (tick: () => Promise<void>, intervalMs: number) => Promise<void>;
 }
 
 /** The in-process watchdog loop (serve only), unless a systemd timer ticks instead. */
@@ -83,6 +85,9 @@ export async function startWatchdogJob(o: WatchdogJobOptions, firstDelayMs: numb
       log: o.log,
       firstDelayMs: delayMs,
       unref: true,
+      ...(o.lead
+        ? { lead: (tick: () => Promise<void>) => o.lead?.(tick, o.config().watchdog.interval) ?? tick() }
+        : {}),
     });
     o.log(`watchdog: ticking in-process every ${o.config().watchdog.interval / 1000}s`);
   };

@@ -6,6 +6,7 @@ import type { ProgressMessage } from "../../shared/index.ts";
 import type { ProgressResult } from "../db/store-progress.ts";
 import { type BlindState, blindAlert, initialBlindState } from "../notify/from-watchdog.ts";
 import type { Alert } from "../notify/index.ts";
+import { alertClaimKey } from "../store/alert-claims.ts";
 import type { RouterStore } from "../store/router-store.ts";
 
 export interface Delivery {
@@ -25,10 +26,31 @@ export interface DeliveryDeps {
   watchdogIntervalMs: () => number;
 }
 
+/**
+ * Whether this replica sends `a`: the first to claim its incident key does
+ * (router-ext/store/alert-claims.ts). A claim the store cannot write sends
+ * anyway: a duplicate page is better than none.
+ */
+async function claimed(d: DeliveryDeps, a: Alert): Promise<boolean> {
+  try {
+    return await d.store.claimAlert(alertClaimKey(a), d.now());
+  } catch (err) {
+    d.log(`alert claim failed (${(err as Error).message}); sending anyway`);
+    return true;
+  }
+}
+
 export function createDelivery(d: DeliveryDeps): Delivery {
+  // One claim at a time, so alerts go out in the order they were raised.
+  let order: Promise<void> = Promise.resolve();
   const alert = (a: Alert) => {
-    d.send(a);
-    d.store.bump("alerts_total").catch((err) => d.log(`alerts_total not counted: ${(err as Error).message}`));
+    order = order.then(async () => {
+      if (!(await claimed(d, a))) return;
+      d.send(a);
+      d.store
+        .bump("alerts_total")
+        .catch((err) => d.log(`alerts_total not counted: ${(err as Error).message}`));
+    });
   };
   let blind: BlindState = initialBlindState();
   const checkBlind = async () => {

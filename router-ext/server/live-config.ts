@@ -131,6 +131,25 @@ export class LiveConfig {
     return r;
   }
 
+  /**
+   * Takes the overrides as the database holds them now (another replica set
+   * or reset one), path by path, so listeners see each change as if it were
+   * made here. A value that does not validate is skipped and logged. Returns
+   * the paths that changed.
+   */
+  syncOverrides(stored: readonly Override[]): string[] {
+    const next = new Map(stored.map((o) => [o.path, o.value] as const));
+    const changed: string[] = [];
+    for (const path of new Set([...this.overrides.keys(), ...next.keys()])) {
+      const value = next.get(path);
+      if (next.has(path) && JSON.stringify(value) === JSON.stringify(this.overrides.get(path))) continue;
+      const r = next.has(path) ? this.trySet(path, value) : this.tryReset(path);
+      if (r.ok) changed.push(path);
+      else this.log(`knob ${path} from another replica does not validate here; kept the current value`);
+    }
+    return changed;
+  }
+
   /** Runs `fn` after every successful change. Returns an unsubscribe function. */
   subscribe(fn: (next: Config, prev: Config, path: string) => void): () => void {
     this.listeners.add(fn);

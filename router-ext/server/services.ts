@@ -49,6 +49,8 @@ export interface Parts {
   breakerStore: BreakerStore;
   cfg: () => Config;
   credentials: Credentials;
+  /** This replica's id when several serve one PostgreSQL database (router-ext/store/replica-id.ts). */
+  replica?: string;
 }
 
 /**
@@ -129,5 +131,6 @@ export function buildApp(p: Parts, s: Services, live: LiveConfig) {
     ],
     rejections: s.rejections,
     extraMetrics: () => [s.gateMetrics.render(), s.breaker.metrics()],
+    replica: p.replica,
   });
 }

@@ -4,6 +4,7 @@
 // knob changes to hot-reload.ts and closes everything in one shutdown.
 
 import type { AddressInfo } from "node:net";
+import { hostname } from "node:os";
 import { serve } from "@hono/node-server";
 import { loadConfigLayers } from "../../io/config-files.ts";
 import { announceRouter } from "../../io/router-link.ts";
@@ -13,6 +14,9 @@ import { VERSION } from "../cli/version.ts";
 import { defaultDbPath } from "../db/open.ts";
 import { gateFirstServer } from "../gate/index.ts";
 import { createNotifier } from "../notify/index.ts";
+import { openPgStore, PgStore } from "../store/pg-store.ts";
+import { isPgUrl } from "../store/pg-target.ts";
+import { replicaId } from "../store/replica-id.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
 import { type Job, startRetention, startWatchdogJob } from "./background.ts";
 import { loadCredentials } from "./credentials.ts";
@@ -71,8 +75,15 @@ async function openStore(
   path: string,
   from: "--db" | "server.db" | null,
   d: { now: () => number; log: (line: string) => void },
-): Promise<SqliteStore> {
+  env: NodeJS.ProcessEnv,
+): Promise<SqliteStore | PgStore> {
   try {
+    if (isPgUrl(path))
+      return await openPgStore(path, env, {
+        now: d.now,
+        log: d.log,
+        replica: replicaId(env, hostname(), process.pid),
+      });
     return await openSqliteStore(path, { busyTimeoutMs: 50, now: d.now, log: d.log });
   } catch (err) {
     const what = from ?? "the default database path";
@@ -114,7 +125,7 @@ async function openStoreAndConfig(
   const { base, files, flags } = loaded;
   const dbPath = base.server.db ?? defaultDbPath(d.env);
   const from = opts.dbPath ? "--db" : base.server.db ? "server.db" : null;
-  const store = await openStore(dbPath, from, d);
+  const store = await openStore(dbPath, from, d, d.env);
   try {
     const live = LiveConfig.create({
       fileLayers: files.fileLayers,
@@ -175,8 +186,12 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const { base } = loaded;
   const credentials = loadCredentials(base, env);
   const { store, live, dbPath } = await openStoreAndConfig(opts, loaded, { env, now, log });
-  const breakerStore = new BreakerStore(store.sql);
-  const parts: Parts = { env, log, now, store, breakerStore, cfg: () => live.get(), credentials };
+  const breakerStore = new BreakerStore(
+    store.sql,
+    store instanceof PgStore ? store.tellBreakerChanged : undefined,
+  );
+  const replica = store instanceof PgStore ? store.replica : undefined;
+  const parts: Parts = { env, log, now, store, breakerStore, cfg: () => live.get(), credentials, replica };
   const s = buildServices(parts);
   await s.breaker.reload().catch(async (err: unknown) => {
     await store.close();
@@ -195,6 +210,23 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     throw err;
   });
 
+  // Replicas: a knob another replica changed reaches this one's live config (and its listeners below).
+  if (store instanceof PgStore)
+    store.onKnobsChanged(() => {
+      store.knobOverrides().then(
+        (rows) => live.syncOverrides(rows),
+        (err: unknown) => log(`knobs: reading another replica's change failed: ${(err as Error).message}`),
+      );
+    });
+  // ... and a breaker state another replica changed (a trip, a close, a Resume) reaches this one's breaker.
+  if (store instanceof PgStore)
+    store.onBreakerChanged(() => {
+      s.breaker
+        .reload()
+        .catch((err: unknown) =>
+          log(`breaker: reading another replica's change failed: ${(err as Error).message}`),
+        );
+    });
   const jobs = await startJobs(opts, parts, s, { base, url });
   const unsubscribe = hotReload(live, {
     gate: (next) => {
@@ -258,6 +290,7 @@ async function startJobs(opts: StartOptions, p: Parts, s: Services, at: { base: 
       pluginToken: p.credentials.pluginToken,
       env,
       log,
+      ...(store instanceof PgStore ? { lead: (tick, everyMs) => store.leadWatchdogTick(tick, everyMs) } : {}),
     },
     5000,
   );
@@ -271,7 +304,7 @@ async function shutdown(
   jobs: Awaited<ReturnType<typeof startJobs>>,
   server: ReturnType<typeof serve>,
   s: Services,
-  store: SqliteStore,
+  store: SqliteStore | PgStore,
 ): Promise<void> {
   unsubscribe();
   await jobs.retention.stop();

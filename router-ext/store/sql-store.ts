@@ -25,6 +25,7 @@ import { type GateFactChange, GateFacts } from "../gate/facts.ts";
 import type { GateDecision, GateIdentity, RequestRecord } from "../gate/types.ts";
 import { decideGate, usableSessionId } from "../modes/gate-decision.ts";
 import { ModesStore } from "../modes/store.ts";
+import { claimAlert, pruneAlertClaims } from "./alert-claims.ts";
 import type { MetricsSnapshot, PruneResult, RouterStart, RouterStore, ViewClock } from "./router-store.ts";
 import type { Sql } from "./sql.ts";
 
@@ -37,6 +38,14 @@ export interface SqlStoreOptions {
   writable?: () => Promise<boolean>;
   /** Closes the engine's connection (after the write queue is drained). */
   close?: () => Promise<void> | void;
+  /**
+   * Called inside a transaction, before it commits, with the gate's fact
+   * changes it made (the PostgreSQL engine tells the other replicas, delivered
+   * on commit only).
+   */
+  beforeCommit?: (q: Sql, changes: readonly GateFactChange[]) => Promise<void>;
+  /** Which replica this store serves (alert claims name it). Default "local". */
+  replica?: string;
 }
 
 /** The tables of one transaction, with the modes over them. */
@@ -136,9 +145,11 @@ export class SqlStore implements RouterStore {
     if (this.writes.blocked) await this.writes.drain();
     const changes: GateFactChange[] = [];
     try {
-      const out = await this.sql.tx((q) => {
+      const out = await this.sql.tx(async (q) => {
         const t = observeGateFacts(openTables(q), (c) => changes.push(c));
-        return fn({ t, modes: new ModesStore(t) });
+        const result = await fn({ t, modes: new ModesStore(t) });
+        if (changes.length > 0) await this.opts.beforeCommit?.(q, changes);
+        return result;
       });
       for (const c of changes) this.facts.apply(c);
       this.writes.noteSuccess();
@@ -255,6 +266,10 @@ export class SqlStore implements RouterStore {
     await this.writes.run("counter", (q) => openTables(q).counters.bump(name, by));
   }
 
+  claimAlert(key: string, now: number): Promise<boolean> {
+    return claimAlert(this.sql, key, this.opts.replica ?? "local", now);
+  }
+
   // ---- marks --------------------------------------------------------------
 
   /**
@@ -337,6 +352,7 @@ export class SqlStore implements RouterStore {
         sessions: await t.sessions.prune(cutoff),
       };
     });
+    await pruneAlertClaims(this.sql, cutoff);
     // Pruned sessions and requests leave the facts too: read them again.
     await this.reloadFacts();
     this.gateWrites.forget();

@@ -31,6 +31,8 @@ export interface WatchdogLoopOptions extends WatchdogTickOptions {
   unref?: boolean;
   /** Default: setTimeout. */
   schedule?: Schedule;
+  /** Runs each tick (replicas: only the one that leads this interval does; router-ext/store/replica-lead.ts). Default: always. */
+  lead?: (tick: () => Promise<void>) => Promise<void>;
 }
 
 export interface WatchdogLoop {
@@ -52,8 +54,8 @@ export function startWatchdogLoop(opts: WatchdogLoopOptions): WatchdogLoop {
   };
   const run = () => {
     timer = null;
-    running = runWatchdogTick(opts)
-      .then((r) => opts.onTick?.(r))
+    const tick = () => runWatchdogTick(opts).then((r) => opts.onTick?.(r));
+    running = (opts.lead ? opts.lead(tick) : tick())
       .catch((err: unknown) => log(`watchdog: tick failed: ${(err as Error)?.stack ?? String(err)}`))
       .finally(() => {
         running = null;

@@ -1,7 +1,9 @@
 // `stallguard serve --db` (the built CLI, a real process) on what is not
 // stallguard's to use: a folder, the opencode.db a real `opencode run` wrote,
-// and a database URL. Each exits non-zero with a message naming the path, and
-// each is left exactly as it was: mode and bytes, no tables, no -wal or -shm.
+// and database URLs it cannot use (a postgres:// one with a password in it or
+// no server behind it, another kind). Each exits non-zero with a message naming
+// the path, and each is left exactly as it was: mode and bytes, no tables, no
+// -wal or -shm.
 import { spawnSync } from "node:child_process";
 import {
   chmodSync,
@@ -14,6 +16,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { freePort } from "../helpers/free-port.ts";
 import { type ModelServer, startModelServer } from "../helpers/model-server.ts";
 import { REPO, runOpencode } from "../helpers/opencode.ts";
 import { tempDirForTests } from "../helpers/temp-dir.ts";
@@ -93,22 +96,42 @@ describe("stallguard serve --db refuses what is not its own database", () => {
     expect(before.mode).toBe("644");
   });
 
-  test("a database URL: exit 1, says it is not supported yet, creates nothing", () => {
+  /** serve on a database URL it cannot use: exit 1, the message, nothing created. */
+  function refusedUrl(url: string, says: string): string {
     const before = readdirSync(tmp).sort();
-    const r = serve("postgres://stallguard@db.example:5432/stallguard");
+    const r = serve(url);
     expect(r.code, r.out).toBe(1);
-    expect(r.out).toContain(
-      "postgres://stallguard@db.example:5432/stallguard is a database URL; stallguard's store is a SQLite file path (database servers are not supported yet)",
-    );
+    expect(r.out).toContain(says);
     expect(readdirSync(tmp).sort()).toEqual(before);
-    expect(existsSync(join(tmp, "postgres:"))).toBe(false);
+    return r.out;
+  }
+
+  test("a postgres:// URL with a password in it: exit 1, says where the password goes, never prints it", () => {
+    const out = refusedUrl(
+      "postgres://stallguard:hunter2secret@127.0.0.1:5432/stallguard",
+      "the postgres:// URL holds a password: remove it and set STALLGUARD_PG_PASSWORD or STALLGUARD_PG_PASSWORD_FILE (a 0600 file) instead",
+    );
+    expect(out).not.toContain("hunter2secret");
+  });
+
+  test("a postgres:// URL where nothing listens, or another kind of URL: exit 1, says why, creates nothing", async () => {
+    const port = await freePort();
+    refusedUrl(
+      `postgres://stallguard@127.0.0.1:${port}/stallguard`,
+      `cannot open the PostgreSQL database postgres://stallguard@127.0.0.1:${port}/stallguard: nothing accepts connections there (is PostgreSQL running?)`,
+    );
+    refusedUrl(
+      "mysql://stallguard@db.example:3306/stallguard",
+      "mysql://stallguard@db.example:3306/stallguard is a database URL stallguard does not use: its store is a SQLite file path or postgres://user@host:port/database",
+    );
+    expect(existsSync(join(tmp, "mysql:"))).toBe(false);
   });
 
   test("--help says which database each --db is", () => {
     const help = (verb: string) =>
       spawnSync("node", [CLI, verb, "--help"], { encoding: "utf8", cwd: tmp }).stdout.replace(/\s+/g, " ");
     expect(help("serve")).toContain(
-      "stallguard's own SQLite store (not opencode's database: that is calibrate --db)",
+      "stallguard's own store: a SQLite file, or postgres://user@host:port/database for replicas (password from STALLGUARD_PG_PASSWORD or STALLGUARD_PG_PASSWORD_FILE); not opencode's database: that is calibrate --db",
     );
     expect(help("calibrate")).toContain(
       "opencode's database (opencode.db) to replay, read-only; not stallguard's own store (serve --db)",

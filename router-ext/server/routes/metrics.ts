@@ -2,6 +2,7 @@
 // sessions, agents and targets, so they need the admin token unless
 // server.public_session_metrics makes them public. A wrong token is 401.
 import { Hono } from "hono";
+import { withLabel } from "../../prom-text.ts";
 import { renderMetrics, WARNING_SERIES_MAX } from "../metrics.ts";
 import type { Rejections } from "../rejections.ts";
 import { requireToken, type TokenVariables } from "../require-token.ts";
@@ -12,6 +13,8 @@ export interface MetricsDeps extends RouteDeps {
   rejections: Rejections;
   /** Further Prometheus text (the gate's histograms, the breaker). */
   extraMetrics?: () => string[];
+  /** Set when replicas share the database: every sample says which one answered. */
+  replica?: string;
 }
 
 /** @example app.route("/", metricsRoutes({ ...routeDeps, adminToken, rejections })); */
@@ -39,7 +42,8 @@ export function metricsRoutes(d: MetricsDeps): Hono<{ Variables: TokenVariables 
         })
       : null;
     extra = [...extra, `${[...d.rejections.render(), ...d.store.writes.render()].join("\n")}\n`];
-    return c.body(renderMetrics(snapshot, flagged, extra), 200, {
+    const text = renderMetrics(snapshot, flagged, extra);
+    return c.body(d.replica ? withLabel(text, "replica", d.replica) : text, 200, {
       "content-type": "text/plain; version=0.0.4; charset=utf-8",
     });
   });
