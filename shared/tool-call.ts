@@ -2,7 +2,13 @@
 // ToolCall: hashes, a coarse target and booleans. The arguments and output are
 // read here and dropped; nothing of them is kept but hashes.
 
-import { commandTarget, isCommitCommand, isTestCommand } from "./bash-command.ts";
+import {
+  commandTarget,
+  isCommitCommand,
+  isTestCommand,
+  type ParsedCommand,
+  parseCommand,
+} from "./bash-command.ts";
 import { bashKey } from "./bash-key.ts";
 import { bashWrites } from "./bash-writes.ts";
 import { canonicalJson } from "./canonical-json.ts";
@@ -94,16 +100,25 @@ interface Shape {
   key: string;
 }
 
-function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape {
+/**
+ * What one call's shape and effect read besides its arguments, worked out
+ * once: a bash command parsed (its key, target and landing share the parse)
+ * and the arguments as canonical JSON (the fingerprint and some keys hash it).
+ */
+interface Read {
+  command: ParsedCommand | null;
+  canonical: string;
+}
+
+function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext, read: Read): Shape {
   const t = tool.toLowerCase();
   const dir = ctx.directory;
   const kind = toolKind(t);
-  if (kind === "bash") {
-    const command = str(args.command) ?? "";
+  if (read.command) {
     // Reworded commands over the same files and slice collapse to one key
     // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`), while the
     // program stays in it (`rm f`, `python f` and `cat f` differ).
-    return { target: commandTarget(command), key: bashKey(command, (p) => coarsePath(p, dir)) };
+    return { target: commandTarget(read.command), key: bashKey(read.command, (p) => coarsePath(p, dir)) };
   }
   if (t === "invalid") {
     // opencode's stand-in for a call the model sent with bad arguments: the
@@ -153,10 +168,10 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
   }
   if (t === "task") {
     const agent = str(args.subagent_type) ?? str(args.agent) ?? "task";
-    return { target: `agent:${agent}`, key: `task|${agent}|${sha256(canonicalJson(args))}` };
+    return { target: `agent:${agent}`, key: `task|${agent}|${sha256(read.canonical)}` };
   }
   if (t === "todowrite" || t === "todoread")
-    return { target: "todos", key: `${t}|${sha256(canonicalJson(args))}` };
+    return { target: "todos", key: `${t}|${sha256(read.canonical)}` };
   if (t === "webfetch" || t === "fetch") {
     let host = "?";
     try {
@@ -168,7 +183,7 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
   }
   if (t === "skill")
     return { target: `skill:${str(args.name) ?? "?"}`, key: `skill|${str(args.name) ?? ""}` };
-  return { target: tool.slice(0, 64), key: `${t}|${sha256(canonicalJson(args))}` };
+  return { target: tool.slice(0, 64), key: `${t}|${sha256(read.canonical)}` };
 }
 
 function effectOf(
@@ -178,6 +193,7 @@ function effectOf(
   status: RawToolCall["status"],
   exit: number | null,
   ctx: CallContext,
+  command: ParsedCommand | null,
 ) {
   const t = tool.toLowerCase();
   if (status !== "completed") return { effect: "none" as Effect, change: null, write: null };
@@ -204,8 +220,7 @@ function effectOf(
       write: { path, content, prior: ctx.writePrior, existed },
     };
   }
-  if (kind === "bash") {
-    const command = str(args.command) ?? "";
+  if (command) {
     if (exit === 0 && isCommitCommand(command))
       return { effect: "commit" as Effect, change: null, write: null };
     // A command that edits a work-tree file by its text (shared/bash-writes.ts)
@@ -213,7 +228,7 @@ function effectOf(
     // The live probe, when it answers, judges by the tree instead (landing.ts).
     const change =
       exit === 0 && bashWrites(command, ctx.directory).length > 0
-        ? { fwd: sha256(`bash-write\u0000${command}`), rev: sha256(`bash-unwrite\u0000${command}`) }
+        ? { fwd: sha256(`bash-write\u0000${command.text}`), rev: sha256(`bash-unwrite\u0000${command.text}`) }
         : null;
     if (isTestCommand(command, ctx.testPatterns)) return { effect: "test" as Effect, change, write: null };
     if (change) return { effect: "change" as Effect, change, write: null };
@@ -230,15 +245,19 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   const exit = exitOf(raw.tool, meta);
   const timedOut = isBash && "exit" in meta && meta.exit === null;
   const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut || lower === "invalid";
-  const shape = shapeOf(raw.tool, args, meta, ctx);
-  const { effect, change, write } = effectOf(raw.tool, args, meta, raw.status, exit, ctx);
+  const read: Read = {
+    command: isBash ? parseCommand(str(args.command) ?? "") : null,
+    canonical: canonicalJson(args),
+  };
+  const shape = shapeOf(raw.tool, args, meta, ctx, read);
+  const { effect, change, write } = effectOf(raw.tool, args, meta, raw.status, exit, ctx, read.command);
   return {
     sessionId: ctx.sessionId,
     parentId: ctx.parentId,
     agent: slugAgent(ctx.agent),
     tool: raw.tool,
     callId: raw.callId,
-    fp: sha256(`${raw.tool}\u0000${canonicalJson(args)}`),
+    fp: sha256(`${raw.tool}\u0000${read.canonical}`),
     nfp: sha256(shape.key),
     target: shape.target,
     exit,
