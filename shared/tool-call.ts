@@ -18,7 +18,7 @@ import { sha256, shortHash } from "./hash.ts";
 import { outcomeHash } from "./outcome.ts";
 import { slugAgent } from "./policy.ts";
 import { num, obj, type Rec, str } from "./read.ts";
-import { toolKind } from "./tool-kinds.ts";
+import { type ToolKind, toolKind } from "./tool-kinds.ts";
 import type { Effect, ToolCall, WorktreeAnswer } from "./types.ts";
 
 export interface CallContext {
@@ -106,14 +106,16 @@ interface Shape {
  * and the arguments as canonical JSON (the fingerprint and some keys hash it).
  */
 interface Read {
+  /** The tool's name in lower case, and its kind. */
+  lower: string;
+  kind: ToolKind | undefined;
   command: ParsedCommand | null;
   canonical: string;
 }
 
 function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext, read: Read): Shape {
-  const t = tool.toLowerCase();
+  const { lower: t, kind } = read;
   const dir = ctx.directory;
-  const kind = toolKind(t);
   if (read.command) {
     // Reworded commands over the same files and slice collapse to one key
     // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`), while the
@@ -187,17 +189,15 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext, read: R
 }
 
 function effectOf(
-  tool: string,
   args: Args,
   meta: Args,
   status: RawToolCall["status"],
   exit: number | null,
   ctx: CallContext,
-  command: ParsedCommand | null,
+  read: Read,
 ) {
-  const t = tool.toLowerCase();
   if (status !== "completed") return { effect: "none" as Effect, change: null, write: null };
-  const kind = toolKind(t);
+  const { kind, command } = read;
   if (kind === "edit" || kind === "patch") {
     const diff = str(meta.diff) ?? "";
     if (diff.trim() === "") return { effect: "none" as Effect, change: null, write: null };
@@ -241,16 +241,19 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
   const args = obj(raw.args);
   const meta = obj(raw.metadata);
   const lower = raw.tool.toLowerCase();
-  const isBash = toolKind(lower) === "bash";
-  const exit = exitOf(raw.tool, meta);
+  const kind = toolKind(lower);
+  const isBash = kind === "bash";
+  const exit = isBash ? (num(meta.exit) ?? null) : null;
   const timedOut = isBash && "exit" in meta && meta.exit === null;
   const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut || lower === "invalid";
   const read: Read = {
+    lower,
+    kind,
     command: isBash ? parseCommand(str(args.command) ?? "") : null,
     canonical: canonicalJson(args),
   };
   const shape = shapeOf(raw.tool, args, meta, ctx, read);
-  const { effect, change, write } = effectOf(raw.tool, args, meta, raw.status, exit, ctx, read.command);
+  const { effect, change, write } = effectOf(args, meta, raw.status, exit, ctx, read);
   return {
     sessionId: ctx.sessionId,
     parentId: ctx.parentId,

@@ -234,34 +234,30 @@ export class OpencodeDb {
     let rows = 0;
     let malformed = 0;
     const partsByMessage = new Map<string, Rec[]>();
-    for (const p of parts.iterate(sessionId) as Iterable<Rec>) {
+    // Rows as arrays (raw statements), not an object per row: [id, message_id, data] and [id, data].
+    for (const [id, messageId, raw] of parts.iterate(sessionId) as Iterable<unknown[]>) {
       rows++;
-      const data = parseData(p.data);
-      if (
-        !data ||
-        typeof data.type !== "string" ||
-        typeof p.id !== "string" ||
-        typeof p.message_id !== "string"
-      ) {
+      const data = parseData(raw);
+      if (!data || typeof data.type !== "string" || typeof id !== "string" || typeof messageId !== "string") {
         malformed++;
         continue;
       }
-      data.id = p.id;
+      data.id = id;
       const kept = part(data);
       if (!kept) continue;
-      const list = partsByMessage.get(p.message_id);
+      const list = partsByMessage.get(messageId);
       if (list) list.push(kept);
-      else partsByMessage.set(p.message_id, [kept]);
+      else partsByMessage.set(messageId, [kept]);
     }
     const messages: StoredMessage[] = [];
-    for (const m of this.q.messages.iterate(sessionId) as Iterable<Rec>) {
+    for (const [id, raw] of this.q.messages.iterate(sessionId) as Iterable<unknown[]>) {
       rows++;
-      const data = parseData(m.data);
-      if (!data || typeof data.role !== "string" || typeof m.id !== "string") {
+      const data = parseData(raw);
+      if (!data || typeof data.role !== "string" || typeof id !== "string") {
         malformed++;
         continue;
       }
-      messages.push({ info: info(data, m.id), parts: partsByMessage.get(m.id) ?? [] });
+      messages.push({ info: info(data, id), parts: partsByMessage.get(id) ?? [] });
     }
     return { messages, rows, malformed };
   }
@@ -295,11 +291,15 @@ function statements(db: Database.Database) {
     all: db.prepare(`SELECT ${SESSION_COLS} FROM session ORDER BY time_created, id`),
     one: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE id = ?`),
     children: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE parent_id = ? ORDER BY time_created, id`),
-    messages: db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"),
-    parts: db.prepare("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id"),
-    readParts: db.prepare(
-      `SELECT id, message_id, data FROM part WHERE session_id = ? AND NOT (${UNREAD_PART}) ORDER BY message_id, id`,
-    ),
+    messages: db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id").raw(),
+    parts: db
+      .prepare("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id")
+      .raw(),
+    readParts: db
+      .prepare(
+        `SELECT id, message_id, data FROM part WHERE session_id = ? AND NOT (${UNREAD_PART}) ORDER BY message_id, id`,
+      )
+      .raw(),
   };
 }
 
