@@ -236,8 +236,12 @@ function effectOf(
   return { effect: "none" as Effect, change: null, write: null };
 }
 
-/** The one place a finished tool call becomes a ToolCall. */
-export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
+/**
+ * The one place a finished tool call becomes a ToolCall, at `time` (the
+ * context's unless given: a loader hands one context to every call of a
+ * message rather than a copy per call).
+ */
+export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ctx.time): ToolCall {
   const args = obj(raw.args);
   const meta = obj(raw.metadata);
   const lower = raw.tool.toLowerCase();
@@ -270,7 +274,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
     write,
     outcome: outcomeOf(raw, exit),
     worktree: isBash ? (ctx.worktree ?? null) : null,
-    time: ctx.time,
+    time,
   };
 }
 
