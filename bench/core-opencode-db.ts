@@ -249,14 +249,14 @@ export function syntheticSession(index: number, calls: number, opts: SyntheticOp
   };
 }
 
-/** The parts opencode writes for one step that made one tool call (see test/fixtures/recorded). */
+/** The parts opencode writes for one step that made one tool call, keys in its order (see test/fixtures/recorded). */
 function stepParts(tool: Rec, tokens: Rec): Rec[] {
   const ref = { sessionID: tool.sessionID, messageID: tool.messageID };
   const snapshot = "6abbc56a7cf9801267edefa71ea4ccb6edbc466a";
   const out: Rec[] = [
-    { ...ref, id: `${tool.id}0`, type: "step-start", snapshot },
+    { ...ref, id: `${tool.id}0`, snapshot, type: "step-start" },
     { ...tool, id: `${tool.id}1` },
-    { ...ref, id: `${tool.id}2`, type: "step-finish", reason: "tool-calls", snapshot, tokens, cost: 0.001 },
+    { ...ref, id: `${tool.id}2`, reason: "tool-calls", snapshot, type: "step-finish", tokens, cost: 0.001 },
   ];
   if (tool.tool === "edit") {
     const filePath = ((tool.state as Rec).input as Rec).filePath;

@@ -1,27 +1,28 @@
-// Calibrate's replay against the floor of reading the same data: one
-// opencode.db (opencode's own schema, synthetic sessions) scanned bare with a
-// JSON.parse of every part's data (the floor), read by the calibrator's
-// loader, judged (replay(): convert + judge), and loaded and judged in one go
-// the way `stallguard calibrate --db` does. The steps alternate in every
-// repeat, so a loaded machine slows them alike; medians over the repeats.
+// Calibrate's replay against the floor of reading the same data. Each
+// opencode.db (opencode's own schema) is scanned bare with a JSON.parse of
+// every part's data (the floor), read by the calibrator's loader (sessions
+// turned into observations as they are read), judged (replay() of what it
+// loaded), and loaded and judged in one go the way `stallguard calibrate --db`
+// does. Two databases by default: synthetic sessions, and the shared corpora
+// with the repo's recorded sets written to one db. The steps and the
+// databases alternate in every round, so a loaded machine slows them alike;
+// medians over the rounds.
 //
 //   npx tsx bench/core-replay.ts [--sessions 200] [--calls 500] [--repeats 5] [--flat]
 //   npx tsx bench/core-replay.ts --db path/to/opencode.db [--repeats 5]
 //
-// --db measures a database as it is (a copy of a real one, or the corpora
-// written to one): opened read-only, never changed.
-// --flat writes one part per assistant message (the tool part alone) instead of
-// the step-start, tool and step-finish parts opencode writes: fewer parts for
-// the same calls, so the floor is smaller against the same work.
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+// --db measures one database as it is (a copy of a real one): opened
+// read-only, never changed. --flat writes one part per assistant message (the
+// tool part alone) instead of the step-start, tool and step-finish parts
+// opencode writes: fewer parts for the same calls, so the floor is smaller.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import Database from "better-sqlite3";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
-import { prepare, tallies } from "../router-ext/calibrate/sweep.ts";
 import { replay } from "../shared/index.ts";
-import { syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
+import { type ExportDoc, syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
 import { arg, defaultPolicy, fmt, gc, medianOf, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
 
 setFlagsFromString("--expose-gc");
@@ -32,6 +33,15 @@ const flat = process.argv.includes("--flat");
 const dbArg = process.argv.indexOf("--db");
 const givenDb = dbArg >= 0 ? process.argv[dbArg + 1] : undefined;
 const policy = defaultPolicy();
+const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+const ROOT = join(import.meta.dirname, "..");
+/** The shared corpora beside the repo and the repo's own sets, each an export directory. */
+const CORPORA = [
+  join(ROOT, "..", "shared", "corpus", "real-trajectories"),
+  join(ROOT, "..", "shared", "corpus", "real-trajectories-2"),
+  join(ROOT, "test", "fixtures", "external-trajectories"),
+  join(ROOT, "test", "fixtures", "recorded"),
+];
 
 /** Every row of `sql` with its data column JSON.parsed, nothing kept: what reading costs at the least. */
 function scan(dbPath: string, sql: string, parse: boolean): number {
@@ -43,113 +53,167 @@ function scan(dbPath: string, sql: string, parse: boolean): number {
   return n;
 }
 
-const dir = mkdtempSync(join(tmpdir(), "stallguard-bench-replay-"));
-try {
-  const dbPath = givenDb ?? join(dir, "opencode.db");
-  const buildMs = givenDb
-    ? 0
-    : timeMs(() =>
-        writeOpencodeDb(dbPath, syntheticSessions(sessions, calls, { loopEvery: 10, steps: !flat })),
-      );
-  const count = (sql: string) => {
-    const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-    const n = (db.prepare(sql).get() as { n: number }).n;
-    db.close();
-    return n;
-  };
-  const total = givenDb
-    ? count(`SELECT count(*) AS n FROM part WHERE data LIKE '%"type":"tool"%'`)
-    : sessions * calls;
-  const what = givenDb
-    ? `${dbPath}: ${fmt(count("SELECT count(*) AS n FROM session"), 0)} sessions, about ${fmt(total, 0)} tool parts`
-    : `synthetic opencode.db (${flat ? "flat: one part per message" : "opencode's step-start, tool, step-finish parts"}): ${sessions} sessions x ${calls} calls = ${fmt(total, 0)} tool calls`;
-  console.log(
-    `${what}, ${fmt(count("SELECT count(*) AS n FROM part"), 0)} parts, ${fmt(count("SELECT count(*) AS n FROM message"), 0)} messages, ${fmt(statSync(dbPath).size / 1e6, 1)} MB${givenDb ? "" : `, built in ${fmt(buildMs / 1000, 1)} s`}`,
-  );
+function count(dbPath: string, sql: string): number {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const n = (db.prepare(sql).get() as { n: number }).n;
+  db.close();
+  return n;
+}
 
-  const t: Record<string, number[]> = {};
-  const time = (k: string, ms: number) => {
-    t[k] = t[k] ?? [];
-    t[k].push(ms);
-  };
-  let flagged = 0;
-  for (let r = 0; r < repeats; r++) {
-    gc();
-    time(
-      "bare",
-      timeMs(() => scan(dbPath, "SELECT data FROM part", false)),
-    );
-    gc();
-    time(
-      "floor",
-      timeMs(() => scan(dbPath, "SELECT data FROM part", true)),
-    );
-    gc();
-    time(
-      "messages",
-      timeMs(() => scan(dbPath, "SELECT data FROM message", true)),
-    );
-    gc();
-    let loaded: SourceSession[] = [];
-    time(
-      "load",
-      await timeMsAsync(async () => {
-        loaded = (await loadOpencodeDb(dbPath)).sessions;
-      }),
-    );
-    gc();
-    time(
-      "replay",
-      timeMs(() => {
-        flagged = replay(loaded, policy).filter((x) => x.worst !== "ok").length;
-      }),
-    );
-    gc();
-    let prepared: ReturnType<typeof prepare> | null = null;
-    time(
-      "convert",
-      timeMs(() => {
-        prepared = prepare(loaded, policy);
-      }),
-    );
-    gc();
-    time(
-      "judge",
-      timeMs(() => tallies(prepared as unknown as ReturnType<typeof prepare>, policy, policy.thresholds)),
-    );
-    prepared = null;
-    loaded = [];
-    gc();
-    time(
-      "both",
-      await timeMsAsync(async () => {
-        replay((await loadOpencodeDb(dbPath)).sessions, policy);
-      }),
-    );
+/** The export documents of the corpora directories that exist, each session once. */
+function corporaDocs(): ExportDoc[] {
+  const docs: ExportDoc[] = [];
+  const seen = new Set<string>();
+  for (const dir of CORPORA.filter((d) => existsSync(d))) {
+    for (const f of readdirSync(dir).sort()) {
+      if (!f.endsWith(".json") || f === "labels.json") continue;
+      const doc = JSON.parse(readFileSync(join(dir, f), "utf8")) as ExportDoc | ExportDoc[];
+      for (const d of Array.isArray(doc) ? doc : [doc]) {
+        if (!d?.info?.id || seen.has(d.info.id)) continue;
+        seen.add(d.info.id);
+        docs.push(d);
+      }
+    }
   }
-  const m = (k: string) => medianOf(t[k] ?? []);
+  return docs;
+}
+
+interface Target {
+  name: string;
+  path: string;
+  toolParts: number;
+  times: Record<string, number[]>;
+  flagged: number;
+}
+
+function describe(t: Target): string {
+  const n = (sql: string) => fmt(count(t.path, sql), 0);
+  return `${t.name}: ${n("SELECT count(*) AS n FROM session")} sessions, ${fmt(t.toolParts, 0)} tool parts, ${n("SELECT count(*) AS n FROM part")} parts, ${n("SELECT count(*) AS n FROM message")} messages, ${fmt(statSync(t.path).size / 1e6, 1)} MB`;
+}
+
+/**
+ * One round of every step on one database. Each step's CPU time (all the
+ * process's threads) is kept beside its wall time: on a shared machine the
+ * wall time also counts the time the process waited for a core.
+ */
+async function round(t: Target): Promise<void> {
+  let cpu = process.cpuUsage();
+  const time = (k: string, ms: number) => {
+    const used = process.cpuUsage(cpu);
+    for (const [key, v] of [
+      [k, ms],
+      [`${k}.cpu`, (used.user + used.system) / 1000],
+    ] as const) {
+      t.times[key] = t.times[key] ?? [];
+      t.times[key].push(v);
+    }
+  };
+  const gcNow = () => {
+    gc();
+    cpu = process.cpuUsage();
+  };
+  gcNow();
+  time(
+    "bare",
+    timeMs(() => scan(t.path, "SELECT data FROM part", false)),
+  );
+  gcNow();
+  time(
+    "floor",
+    timeMs(() => scan(t.path, "SELECT data FROM part", true)),
+  );
+  gcNow();
+  time(
+    "messages",
+    timeMs(() => scan(t.path, "SELECT data FROM message", true)),
+  );
+  gcNow();
+  let loaded: SourceSession[] = [];
+  time(
+    "load",
+    await timeMsAsync(async () => {
+      loaded = (await loadOpencodeDb(t.path, { observe })).sessions;
+    }),
+  );
+  gcNow();
+  time(
+    "judge",
+    timeMs(() => {
+      t.flagged = replay(loaded, policy).filter((x) => x.worst !== "ok").length;
+    }),
+  );
+  loaded = [];
+  gcNow();
+  time(
+    "both",
+    await timeMsAsync(async () => {
+      replay((await loadOpencodeDb(t.path, { observe })).sessions, policy);
+    }),
+  );
+}
+
+function report(t: Target): void {
+  const m = (k: string) => medianOf(t.times[k] ?? []);
   const floor = m("floor");
+  const cpuFloor = m("floor.cpu");
   const row = (label: string, k: string) => [
     label,
     fmt(m(k), 0),
-    fmt(total / (m(k) / 1000), 0),
+    fmt(t.toolParts / (m(k) / 1000), 0),
     fmt(m(k) / floor),
+    fmt(m(`${k}.cpu`), 0),
+    fmt(m(`${k}.cpu`) / cpuFloor),
   ];
+  console.log(`\n${describe(t)}`);
   printTable(
-    ["step", "median ms", "tool calls/s", "x floor"],
+    ["step", "median ms", "tool calls/s", "x floor", "cpu ms", "cpu x floor"],
     [
       row("scan of the part table, no parse (SELECT data)", "bare"),
       row("floor: scan of the part table + JSON.parse of each", "floor"),
       row("scan of the message table + JSON.parse of each", "messages"),
-      row("loader: --db read, one transaction", "load"),
-      row("judge: replay() of the loaded sessions", "replay"),
-      row("  of which convert (adapter, hashing)", "convert"),
-      row("  of which judge (SessionForest)", "judge"),
+      row("loader: --db read into observations, one transaction", "load"),
+      row("judge: replay() of the loaded sessions", "judge"),
       row("loader + judge in one go (calibrate --db)", "both"),
     ],
   );
   console.log(
-    `${flagged} session(s) flagged${givenDb ? "" : ` of ${sessions} (every 10th is a synthetic read loop)`}; median of ${repeats} repeats, node ${process.version}; target: loader + judge at most 2x the floor`,
+    `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x)`,
+  );
+}
+
+const dir = mkdtempSync(join(tmpdir(), "stallguard-bench-replay-"));
+try {
+  const targets: Target[] = [];
+  const target = (name: string, path: string, toolParts: number) =>
+    targets.push({ name, path, toolParts, times: {}, flagged: 0 });
+  const tools = (path: string) =>
+    count(path, `SELECT count(*) AS n FROM part WHERE data LIKE '%"type":"tool"%'`);
+  if (givenDb) target(givenDb, givenDb, tools(givenDb));
+  else {
+    const synthetic = join(dir, "synthetic.db");
+    const ms = timeMs(() =>
+      writeOpencodeDb(synthetic, syntheticSessions(sessions, calls, { loopEvery: 10, steps: !flat })),
+    );
+    target(
+      `synthetic opencode.db (${flat ? "flat: one part per message" : "opencode's step-start, tool, step-finish parts"}, every 10th session a read loop, built in ${fmt(ms / 1000, 1)} s)`,
+      synthetic,
+      sessions * calls,
+    );
+    const docs = corporaDocs();
+    if (docs.length) {
+      const corpora = join(dir, "corpora.db");
+      writeOpencodeDb(corpora, docs);
+      target("the shared corpora and the repo's sets written to one opencode.db", corpora, tools(corpora));
+    }
+  }
+  const loads: number[] = [];
+  for (let r = 0; r < repeats; r++) {
+    loads.push(loadavg()[0] as number);
+    for (const t of targets) await round(t);
+  }
+  for (const t of targets) report(t);
+  console.log(
+    `\nmedian of ${repeats} rounds (steps and databases alternating), node ${process.version}, load average ${fmt(Math.min(...loads), 1)} to ${fmt(Math.max(...loads), 1)}`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });

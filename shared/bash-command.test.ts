@@ -5,10 +5,14 @@ import {
   commandTarget,
   isCommitCommand,
   isTestCommand,
+  joinSegments,
   looksSecret,
   mainSegment,
+  parseCommand,
+  pipelines,
   redactWord,
   referencedFiles,
+  rejoined,
   segments,
   tokenize,
   workSegments,
@@ -163,5 +167,28 @@ describe("redaction", () => {
     expect(redactWord("--output=/tmp/x")).toBe("--output=<value>");
     expect(redactWord("two words")).toBe("<text>");
     expect(redactWord("plain")).toBe("plain");
+  });
+});
+
+describe("parseCommand and rejoined", () => {
+  it("parses once: key, target and landing read the same value as the text", () => {
+    const text = "cd /p && sed -i 's/a/b/' f.py 2>&1 | tee log.txt && git commit -m x";
+    const p = parseCommand(text);
+    expect(p.segments).toEqual(segments(text));
+    expect(p.lines).toEqual(pipelines(text));
+    expect(workSegments(p)).toEqual(workSegments(text));
+    expect(commandTarget(p)).toBe(commandTarget(text));
+  });
+
+  it("reads the joined work text back as the same segments only when no word would split or lose a character", () => {
+    for (const text of ["cat f.py 2>&1 && head -n 5 g.py &>out", "make >&2 ; ls <&0"]) {
+      const work = workSegments(text);
+      const joined = joinSegments(work);
+      expect(rejoined(work, joined)?.segments).toEqual(segments(joined));
+    }
+    for (const text of [`grep "a b" f`, `echo 'x;y'`, `echo "a&b"`, `printf ''`, `echo a\\\\b`]) {
+      const work = workSegments(text);
+      expect(rejoined(work, joinSegments(work))).toBeNull();
+    }
   });
 });

@@ -43,81 +43,155 @@ export function splitHeredocs(command: string): { shell: string; bodies: string[
   return { shell: shell.join("\n"), bodies };
 }
 
+const SQ = 39; // '
+const DQ = 34; // "
+const BACKSLASH = 92;
+const NEWLINE = 10;
+const AMP = 38;
+const SEMI = 59;
+const PIPE = 124;
+const LT = 60;
+const GT = 62;
+
+/** The characters /\s/ matches (a newline is handled before this). */
+function isSpace(c: number): boolean {
+  if (c <= 32) return c === 32 || (c >= 9 && c <= 13);
+  if (c < 160) return false;
+  return (
+    c === 160 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+/** A character that ends a run of plain word characters. */
+function isSpecial(c: number): boolean {
+  return c === SQ || c === DQ || c === BACKSLASH || c === SEMI || c === AMP || c === PIPE || isSpace(c);
+}
+
+/** Where a quote opened at `i` (the quote) ends, and the text inside it with escapes applied. */
+function quoted(command: string, i: number): [string, number] {
+  const q = command.charCodeAt(i);
+  let text = "";
+  let start = i + 1;
+  let j = start;
+  while (j < command.length) {
+    const c = command.charCodeAt(j);
+    if (c === q) break;
+    if (c === BACKSLASH && q === DQ && j + 1 < command.length) {
+      text += command.slice(start, j) + command[j + 1];
+      j += 2;
+      start = j;
+    } else j++;
+  }
+  return [text + command.slice(start, j), j + 1];
+}
+
 /**
  * Splits a command into words and separator tokens, honouring quotes and
  * backslashes. A newline outside quotes separates commands like `;`; a
- * backslash-newline continues the line.
+ * backslash-newline continues the line. Runs of plain characters are sliced,
+ * not appended one by one: this runs for every bash call replayed.
  */
 export function tokenize(command: string): string[] {
   const out: string[] = [];
+  const n = command.length;
   let cur = "";
   let inWord = false;
-  let quote: '"' | "'" | null = null;
-  const push = () => {
-    if (inWord) out.push(cur);
-    cur = "";
-    inWord = false;
-  };
-  for (let i = 0; i < command.length; i++) {
-    const ch = command[i] as string;
-    if (quote) {
-      if (ch === quote) quote = null;
-      else if (ch === "\\" && quote === '"' && i + 1 < command.length) cur += command[++i];
-      else cur += ch;
-      continue;
+  let i = 0;
+  while (i < n) {
+    const start = i;
+    while (i < n && !isSpecial(command.charCodeAt(i))) i++;
+    if (i > start) {
+      cur += command.slice(start, i);
+      inWord = true;
+      if (i >= n) break;
     }
-    if (ch === "'" || ch === '"') {
-      quote = ch;
+    const c = command.charCodeAt(i);
+    if (c === SQ || c === DQ) {
+      const [text, next] = quoted(command, i);
+      cur += text;
       inWord = true;
-    } else if (ch === "\\" && i + 1 < command.length) {
-      if (command[i + 1] === "\n") {
-        i++;
-        continue;
+      i = next;
+    } else if (c === BACKSLASH) {
+      if (i + 1 < n && command.charCodeAt(i + 1) === NEWLINE) i += 2;
+      else {
+        cur += i + 1 < n ? command[i + 1] : "\\";
+        inWord = true;
+        i += 2;
       }
-      cur += command[++i];
-      inWord = true;
-    } else if (ch === "\n") {
-      push();
-      out.push(";");
-    } else if (/\s/.test(ch)) {
-      push();
-    } else if (ch === "&" && (/[<>]$/.test(cur) || command[i + 1] === ">")) {
+    } else if (c === AMP && (endsInAngle(cur) || command.charCodeAt(i + 1) === GT)) {
       // a redirection (2>&1, >&2, &>file), not a separator
-      cur += ch;
+      cur += "&";
       inWord = true;
-    } else if (ch === ";" || ch === "&" || ch === "|") {
-      push();
-      const two = command.slice(i, i + 2);
-      if (two === "&&" || two === "||" || two === "|&") {
-        out.push(two);
-        i++;
-      } else out.push(ch);
+      i++;
     } else {
-      cur += ch;
-      inWord = true;
+      if (inWord) out.push(cur);
+      cur = "";
+      inWord = false;
+      i += separator(command, i, c, out);
     }
   }
-  push();
+  if (inWord) out.push(cur);
   return out;
 }
 
-// One bash call asks for the segments of the same command up to six times
-// (work text, key, target, commit, test and write checks): the last few
-// answers are kept. Callers treat the result as read-only.
-const recent: Array<[string, string[][][], string[][]]> = [];
+function endsInAngle(word: string): boolean {
+  const last = word.charCodeAt(word.length - 1);
+  return last === LT || last === GT;
+}
 
-function split(command: string): [string[][][], string[][]] {
-  for (const [c, lines, segs] of recent) if (c === command) return [lines, segs];
-  const lines = splitPipelines(command);
-  const segs = lines.flat();
-  recent.unshift([command, lines, segs]);
-  if (recent.length > 4) recent.pop();
-  return [lines, segs];
+/** Pushes the separator at `i` (none for blanks; `;` for a newline) and returns its length. */
+function separator(command: string, i: number, c: number, out: string[]): number {
+  if (c === NEWLINE) out.push(";");
+  if (c !== SEMI && c !== AMP && c !== PIPE) return 1;
+  const two = command.slice(i, i + 2);
+  if (two === "&&" || two === "||" || two === "|&") {
+    out.push(two);
+    return 2;
+  }
+  out.push(command[i] as string);
+  return 1;
+}
+
+/**
+ * A bash command read once: its here-document bodies, its pipelines and its
+ * simple commands. The key, the target and the landing of one call all read
+ * this one value (toToolCall parses each command once); functions below take
+ * it or the command text, which they parse.
+ */
+export interface ParsedCommand {
+  readonly text: string;
+  /** Here-document bodies: data, only ever hashed. */
+  readonly bodies: readonly string[];
+  /** Pipelines (`a | b` is one, `a && b` two) of simple commands, env assignments and wrappers removed. */
+  readonly lines: string[][][];
+  /** Every simple command, in order. */
+  readonly segments: string[][];
+}
+
+export type Command = string | ParsedCommand;
+
+export function parseCommand(command: string): ParsedCommand {
+  const { shell, bodies } = splitHeredocs(command);
+  const lines = splitPipelines(shell);
+  return { text: command, bodies, lines, segments: lines.flat() };
+}
+
+/** The parsed command: parsed now when given as text. */
+export function parsed(command: Command): ParsedCommand {
+  return typeof command === "string" ? parseCommand(command) : command;
 }
 
 /** The command split at separators into simple commands, env assignments and wrappers removed. */
-export function segments(command: string): string[][] {
-  return split(command)[1];
+export function segments(command: Command): string[][] {
+  return parsed(command).segments;
 }
 
 /**
@@ -125,13 +199,13 @@ export function segments(command: string): string[][] {
  * simple commands with env assignments and wrappers removed: what a stage
  * writes comes from the stages before it in its pipeline.
  */
-export function pipelines(command: string): string[][][] {
-  return split(command)[0];
+export function pipelines(command: Command): string[][][] {
+  return parsed(command).lines;
 }
 
-function splitPipelines(command: string): string[][][] {
+function splitPipelines(shell: string): string[][][] {
   const out: string[][][] = [[[]]];
-  for (const tok of tokenize(splitHeredocs(command).shell)) {
+  for (const tok of tokenize(shell)) {
     const line = out[out.length - 1] as string[][];
     if (tok === "|" || tok === "|&") line.push([]);
     else if (SEPARATORS.has(tok)) out.push([[]]);
@@ -151,7 +225,7 @@ function stripPrefixes(words: string[]): string[] {
       while (i < words.length && /^(-\S+|\d+[smhd]?)$/.test(words[i] as string)) i++;
     } else break;
   }
-  return words.slice(i);
+  return i === 0 ? words : words.slice(i);
 }
 
 /**
@@ -183,7 +257,7 @@ function isFiller(words: readonly string[]): boolean {
  * (cd, export, source) nor filler (sleep, true, a bare echo); else the first
  * that is not set-up; else the first.
  */
-export function mainSegment(command: string): string[] {
+export function mainSegment(command: Command): string[] {
   const segs = segments(command);
   return (
     segs.find((s) => !PREFIX_PROGRAMS.has(s[0] as string) && !isFiller(s)) ??
@@ -221,7 +295,7 @@ export function redactWord(word: string): string | null {
 }
 
 /** A command's coarse target: its program and first argument, redacted. */
-export function commandTarget(command: string): string {
+export function commandTarget(command: Command): string {
   const words = mainSegment(command)
     .map(redactWord)
     .filter((w): w is string => w !== null);
@@ -253,16 +327,40 @@ export function referencedFiles(command: string): string[] {
   return [...found].sort();
 }
 
+/** Simple commands as one line: words joined by spaces, commands by " ; ". */
+export function joinSegments(segs: readonly (readonly string[])[]): string {
+  return segs.map((s) => s.join(" ")).join(" ; ");
+}
+
+const RESPLIT = /[\s'"\\;|]/;
+
+/** A word the tokenizer reads back as itself: no blank, quote, backslash, `;` or `|`, each `&` a redirection's. */
+function readsBack(word: string): boolean {
+  if (word === "" || RESPLIT.test(word)) return false;
+  for (let k = word.indexOf("&"); k >= 0; k = word.indexOf("&", k + 1)) {
+    const before = word.charCodeAt(k - 1);
+    if (before !== LT && before !== GT && word.charCodeAt(k + 1) !== GT) return false;
+  }
+  return true;
+}
+
+/**
+ * What parseCommand(text) gives for `text` = joinSegments(segs), when that is
+ * segs again (every word reads back as itself), so the text need not be
+ * tokenized a second time; null when it must be.
+ */
+export function rejoined(segs: string[][], text: string): ParsedCommand | null {
+  for (const s of segs) for (const w of s) if (!readsBack(w)) return null;
+  return { text, bodies: [], lines: segs.map((s) => [s]), segments: segs };
+}
+
 /**
  * The numbers in a command outside file names: line ranges, counts, offsets
  * (`1,100p`, `-n 100`, `-n100`). Env assignments and file-descriptor numbers
  * of redirections (`2>&1`, `2>/dev/null`) are not part of the slice.
  */
-export function commandNumbers(command: string, files: string[]): string[] {
-  let text = segments(command)
-    .map((s) => s.join(" "))
-    .join(" ; ")
-    .replace(URL_WORD, " ");
+export function commandNumbers(command: Command, files: readonly string[]): string[] {
+  let text = joinSegments(segments(command)).replace(URL_WORD, " ");
   for (const f of [...files].sort((a, b) => b.length - a.length)) text = text.split(f).join(" ");
   text = text.replace(/(?<!\d)\d*(?:&>>?|[<>]+)(?:&(?:\d+|-))?/g, " ");
   return [...text.matchAll(/(?<![\w.])\d+(?!\.\d)|(?<=(?:^|\s)-[A-Za-z])\d+/g)].map((m) => m[0]);
@@ -273,7 +371,7 @@ export function commandNumbers(command: string, files: string[]): string[] {
  * set-up prefixes (`cd x && cat f` is `cat f`), env assignments and wrappers
  * removed; all of them when every one is a set-up prefix.
  */
-export function workSegments(command: string): string[][] {
+export function workSegments(command: Command): string[][] {
   const segs = segments(command);
   const work = segs.filter((s) => !PREFIX_PROGRAMS.has(s[0] as string));
   return work.length ? work : segs;
@@ -287,12 +385,12 @@ export function isCommitSegment(words: readonly string[]): boolean {
 }
 
 /** The command runs `git commit` (including --amend) in any of its segments. */
-export function isCommitCommand(command: string): boolean {
+export function isCommitCommand(command: Command): boolean {
   return segments(command).some(isCommitSegment);
 }
 
 /** The command runs a test or lint tool from the configured patterns in any segment. */
-export function isTestCommand(command: string, patterns: readonly RegExp[]): boolean {
+export function isTestCommand(command: Command, patterns: readonly RegExp[]): boolean {
   return segments(command).some((s) => isTestSegment(s, patterns));
 }
 

@@ -2,7 +2,15 @@
 // rewordings of one action collapse (`cat f`, `cd repo && cat ./f 2>/dev/null`,
 // `nl -ba f | sed -n 1,20p` vs `sed -n 1,20p f`) while different actions on
 // the same file stay apart (`rm x.py`, `python x.py`, `cat x.py`).
-import { commandNumbers, referencedFiles, segments, splitHeredocs, workSegments } from "./bash-command.ts";
+import {
+  type Command,
+  commandNumbers,
+  joinSegments,
+  parsed,
+  referencedFiles,
+  rejoined,
+  workSegments,
+} from "./bash-command.ts";
 import { sha256 } from "./hash.ts";
 
 /** Programs that only print a file or a slice of it: one class, so rewordings of one read collapse. */
@@ -66,11 +74,13 @@ function literalWords(words: readonly string[]): string[] {
  * is not a viewer, with here-document bodies. Viewers carry no literals, so a
  * sed print script does not split a slice read from its `head` rewording.
  */
-export function bashKey(command: string, rel: (path: string) => string): string {
-  const work = workSegments(command);
-  const text = work.map((s) => s.join(" ")).join(" ; ");
+export function bashKey(command: Command, rel: (path: string) => string): string {
+  const p = parsed(command);
+  const work = workSegments(p);
+  const text = joinSegments(work);
   const found = referencedFiles(text);
-  const nums = commandNumbers(text, found);
+  // The numbers come from the work text parsed again: mostly it parses back to `work` itself.
+  const nums = commandNumbers(rejoined(work, text) ?? text, found);
   const files = [...new Set(found.map(rel))].filter((f) => f !== ".").sort();
   const programs = new Set<string>();
   const literals: string[] = [];
@@ -79,8 +89,8 @@ export function bashKey(command: string, rel: (path: string) => string): string 
     programs.add(p);
     if (p !== "view") literals.push(p, ...literalWords(seg));
   }
-  const bodies = splitHeredocs(command).bodies;
+  const bodies = p.bodies;
   const lit = literals.length || bodies.length ? sha256([...literals, ...bodies].join("\u0000")) : "";
-  if (work.length === 0 && segments(command).length === 0) return "bash|(empty)";
+  if (work.length === 0 && p.segments.length === 0) return "bash|(empty)";
   return `bash|p:${[...programs].sort().join(",")}|f:${files.join(",")}|n:${nums.join(",")}|l:${lit}`;
 }

@@ -7,7 +7,7 @@
 // program), any project file written while the call ran. A test or lint run
 // changes nothing it can land unless its text asks it to write (`--fix`,
 // `--write`, `-u`): what it writes is its output.
-import { isCommitSegment, isTestSegment, pipelines } from "./bash-command.ts";
+import { type Command, isCommitSegment, isTestSegment, parsed } from "./bash-command.ts";
 import { hasInPlaceFlag, programOf } from "./bash-key.ts";
 import { programReadOnly } from "./bash-may-write.ts";
 import { bashWriteParts } from "./bash-writes.ts";
@@ -46,15 +46,16 @@ function writesUnnamed(words: readonly string[], patterns: readonly RegExp[]): b
 
 /** What a bash command may land, read from its text (directory: the session's, for absolute paths). */
 export function bashLanding(
-  command: string,
+  command: Command,
   testPatterns: readonly RegExp[],
   directory?: string | null,
 ): BashLanding {
-  const parts = bashWriteParts(command, directory);
-  const edits = parts.edits.filter((p) => !p.startsWith("("));
-  let unnamed = parts.edits.length > edits.length || SUBSTITUTION.test(command);
+  const p = parsed(command);
+  const parts = bashWriteParts(p, directory);
+  const edits = parts.edits.filter((e) => !e.startsWith("("));
+  let unnamed = parts.edits.length > edits.length || SUBSTITUTION.test(p.text);
   let commits = false;
-  for (const line of pipelines(command)) {
+  for (const line of p.lines) {
     for (const words of line) {
       if (isCommitSegment(words)) commits = true;
       else if (!unnamed && writesUnnamed(words, testPatterns)) unnamed = true;

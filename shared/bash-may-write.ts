@@ -4,7 +4,7 @@
 // so reading costs nothing. Anything unknown may write: a command is read-only
 // only when every simple command in it is a known read-only program without an
 // option that makes it write, and nothing redirects output into a file.
-import { segments } from "./bash-command.ts";
+import { type Command, parsed } from "./bash-command.ts";
 import { programOf } from "./bash-key.ts";
 
 /** Programs that only print (programOf's "view" covers cat/head/tail/nl/less/more/bat and sed without -i). */
@@ -177,7 +177,8 @@ export function programReadOnly(words: readonly string[]): boolean {
  * known read-only program and no output goes to a file. Command substitution
  * and process substitution may run anything, so they count as writing.
  */
-export function bashMayWrite(command: string): boolean {
-  if (/\$\(|`|[<>]\(/.test(command)) return true;
-  return !segments(command).every(readOnly);
+export function bashMayWrite(command: Command): boolean {
+  const p = parsed(command);
+  if (/\$\(|`|[<>]\(/.test(p.text)) return true;
+  return !p.segments.every(readOnly);
 }

@@ -7,7 +7,7 @@
 // `python repro.py | tee log.txt` write run output, `echo x > f` and
 // `cat <<EOF | tee f` write content the agent gave; and a run-output path
 // (shared/run-output.ts) is never an edit, whoever writes it.
-import { pipelines, splitHeredocs } from "./bash-command.ts";
+import { type Command, parsed } from "./bash-command.ts";
 import { hasInPlaceFlag, programOf } from "./bash-key.ts";
 import { isRunOutput } from "./run-output.ts";
 
@@ -61,8 +61,7 @@ function sedFiles(words: readonly string[]): string[] {
 }
 
 /** The files one simple command writes by its own program (not by redirection). */
-function programTargets(words: readonly string[], bodies: readonly string[]): string[] {
-  const program = programOf(words);
+function programTargets(words: readonly string[], program: string, bodies: readonly string[]): string[] {
   const args = nonFlags(words);
   switch (program) {
     case "sed-i":
@@ -129,8 +128,8 @@ const AUTHORS = new Set([
 ]);
 
 /** The stage prints text the agent authored (a bare `> f` truncates: also authored). */
-function authors(words: readonly string[]): boolean {
-  return OUTPUT_REDIRECT.test(words[0] ?? "") || AUTHORS.has(programOf(words));
+function authors(words: readonly string[], program: string): boolean {
+  return OUTPUT_REDIRECT.test(words[0] ?? "") || AUTHORS.has(program);
 }
 
 export interface BashWriteParts {
@@ -141,8 +140,9 @@ export interface BashWriteParts {
 }
 
 /** The work-tree files a bash command writes, split into edits and run output. */
-export function bashWriteParts(command: string, directory?: string | null): BashWriteParts {
-  const bodies = splitHeredocs(command).bodies;
+export function bashWriteParts(command: Command, directory?: string | null): BashWriteParts {
+  const p = parsed(command);
+  const bodies = p.bodies;
   const edits = new Set<string>();
   const outputs = new Set<string>();
   const add = (t: string, edit: boolean) => {
@@ -151,15 +151,17 @@ export function bashWriteParts(command: string, directory?: string | null): Bash
     else if (edit && !isRunOutput(t)) edits.add(t);
     else outputs.add(t);
   };
-  for (const line of pipelines(command)) {
+  for (const line of p.lines) {
     let fedByRun = false;
     for (const words of line) {
-      const authored = !fedByRun && authors(words);
+      const program = programOf(words);
+      const authoring = authors(words, program);
+      const authored = !fedByRun && authoring;
       for (const t of redirectTargets(words)) add(t, authored);
-      const own = programTargets(words, bodies);
+      const own = programTargets(words, program, bodies);
       // tee writes what the stages before it printed.
-      for (const t of own) add(t, programOf(words) === "tee" ? authored : true);
-      if (!authors(words)) fedByRun = true;
+      for (const t of own) add(t, program === "tee" ? authored : true);
+      if (!authoring) fedByRun = true;
     }
   }
   return { edits: [...edits], outputs: [...outputs] };
@@ -170,6 +172,6 @@ export function bashWriteParts(command: string, directory?: string | null): Bash
  * `(patch)` / `(script)` when the command does not name them). Empty when it
  * cannot tell that the command edits anything.
  */
-export function bashWrites(command: string, directory?: string | null): string[] {
+export function bashWrites(command: Command, directory?: string | null): string[] {
   return bashWriteParts(command, directory).edits;
 }

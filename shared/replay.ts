@@ -1,7 +1,7 @@
 // Offline replay: feeds stored sessions through the same forest the plugin
 // and the watchdog use, and reports what each session would have received.
 // One loop (runTree) serves the replay, the threshold sweep and the watchdog.
-import { observationsFromMessages, type StoredMessage } from "./adapters/stored.ts";
+import { observationsFromMessages, type StoredMessage, type StoredOptions } from "./adapters/stored.ts";
 import { type ObserveResult, SessionForest } from "./forest.ts";
 import type { Policy } from "./policy.ts";
 import { type Linked, treesOf } from "./session-tree.ts";
@@ -12,6 +12,12 @@ export interface ReplaySession {
   parentId: string | null;
   directory?: string | null;
   messages: readonly StoredMessage[];
+  /**
+   * The session's observations when its loader made them as it read
+   * (calibrate's opencode.db reader keeps no stored records), with the
+   * options they were made with; `messages` is then not read.
+   */
+  observed?: { observations: readonly Observation[]; opts: StoredOptions };
 }
 
 export interface TimelineTick {
@@ -62,25 +68,49 @@ export { treesOf } from "./session-tree.ts";
  * that order, and a list already in time order (one session, mostly) is not
  * sorted at all.
  */
-export function mergedObservations(sessions: readonly ReplaySession[], policy: Policy): Observation[] {
+export function mergedObservations(
+  sessions: readonly ReplaySession[],
+  policy: Policy,
+): readonly Observation[] {
   const opts = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
-  let all: Observation[] = [];
-  for (const s of sessions) {
-    const obs = observationsFromMessages(
-      { id: s.id, parentId: s.parentId, directory: s.directory ?? null },
-      s.messages,
-      opts,
-    );
-    if (all.length === 0) all = obs;
-    else for (const o of obs) all.push(o);
-  }
-  for (let i = 1; i < all.length; i++) {
-    if (timeOf(all[i] as Observation) < timeOf(all[i - 1] as Observation)) {
-      all.sort((a, b) => timeOf(a) - timeOf(b));
-      break;
-    }
-  }
+  // A loader's observations are shared (a sweep replays them many times): copied before merging or sorting.
+  const lists = sessions.map((s) => sessionObservations(s, opts));
+  const only = lists.length === 1 ? (lists[0] as readonly Observation[]) : null;
+  if (only && inTimeOrder(only)) return only;
+  const all: Observation[] = [];
+  for (const list of lists) for (const o of list) all.push(o);
+  if (!inTimeOrder(all)) all.sort((a, b) => timeOf(a) - timeOf(b));
   return all;
+}
+
+function sessionObservations(s: ReplaySession, opts: StoredOptions): readonly Observation[] {
+  if (s.observed) {
+    // Made with other test patterns or markers they would judge another way: a caller's mistake, said.
+    if (!sameOptions(s.observed.opts, opts))
+      throw new Error(`session ${s.id} was read with other test patterns or continuation markers`);
+    return s.observed.observations;
+  }
+  return observationsFromMessages(
+    { id: s.id, parentId: s.parentId, directory: s.directory ?? null },
+    s.messages,
+    opts,
+  );
+}
+
+function sameOptions(a: StoredOptions, b: StoredOptions): boolean {
+  if (a === b) return true;
+  const same = <T>(x: readonly T[], y: readonly T[], eq: (p: T, q: T) => boolean) =>
+    x === y || (x.length === y.length && x.every((v, i) => eq(v, y[i] as T)));
+  return (
+    same(a.testPatterns, b.testPatterns, (p, q) => p.source === q.source && p.flags === q.flags) &&
+    same(a.continuationMarkers, b.continuationMarkers, (p, q) => p === q)
+  );
+}
+
+function inTimeOrder(list: readonly Observation[]): boolean {
+  for (let i = 1; i < list.length; i++)
+    if (timeOf(list[i] as Observation) < timeOf(list[i - 1] as Observation)) return false;
+  return true;
 }
 
 function timeOf(o: Observation): number {

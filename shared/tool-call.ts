@@ -2,7 +2,13 @@
 // ToolCall: hashes, a coarse target and booleans. The arguments and output are
 // read here and dropped; nothing of them is kept but hashes.
 
-import { commandTarget, isCommitCommand, isTestCommand } from "./bash-command.ts";
+import {
+  commandTarget,
+  isCommitCommand,
+  isTestCommand,
+  type ParsedCommand,
+  parseCommand,
+} from "./bash-command.ts";
 import { bashKey } from "./bash-key.ts";
 import { bashWrites } from "./bash-writes.ts";
 import { canonicalJson } from "./canonical-json.ts";
@@ -12,7 +18,7 @@ import { sha256, shortHash } from "./hash.ts";
 import { outcomeHash } from "./outcome.ts";
 import { slugAgent } from "./policy.ts";
 import { num, obj, type Rec, str } from "./read.ts";
-import { toolKind } from "./tool-kinds.ts";
+import { type ToolKind, toolKind } from "./tool-kinds.ts";
 import type { Effect, ToolCall, WorktreeAnswer } from "./types.ts";
 
 export interface CallContext {
@@ -94,16 +100,27 @@ interface Shape {
   key: string;
 }
 
-function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape {
-  const t = tool.toLowerCase();
+/**
+ * What one call's shape and effect read besides its arguments, worked out
+ * once: a bash command parsed (its key, target and landing share the parse)
+ * and the arguments as canonical JSON (the fingerprint and some keys hash it).
+ */
+interface Read {
+  /** The tool's name in lower case, and its kind. */
+  lower: string;
+  kind: ToolKind | undefined;
+  command: ParsedCommand | null;
+  canonical: string;
+}
+
+function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext, read: Read): Shape {
+  const { lower: t, kind } = read;
   const dir = ctx.directory;
-  const kind = toolKind(t);
-  if (kind === "bash") {
-    const command = str(args.command) ?? "";
+  if (read.command) {
     // Reworded commands over the same files and slice collapse to one key
     // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`), while the
     // program stays in it (`rm f`, `python f` and `cat f` differ).
-    return { target: commandTarget(command), key: bashKey(command, (p) => coarsePath(p, dir)) };
+    return { target: commandTarget(read.command), key: bashKey(read.command, (p) => coarsePath(p, dir)) };
   }
   if (t === "invalid") {
     // opencode's stand-in for a call the model sent with bad arguments: the
@@ -153,10 +170,10 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
   }
   if (t === "task") {
     const agent = str(args.subagent_type) ?? str(args.agent) ?? "task";
-    return { target: `agent:${agent}`, key: `task|${agent}|${sha256(canonicalJson(args))}` };
+    return { target: `agent:${agent}`, key: `task|${agent}|${sha256(read.canonical)}` };
   }
   if (t === "todowrite" || t === "todoread")
-    return { target: "todos", key: `${t}|${sha256(canonicalJson(args))}` };
+    return { target: "todos", key: `${t}|${sha256(read.canonical)}` };
   if (t === "webfetch" || t === "fetch") {
     let host = "?";
     try {
@@ -168,20 +185,19 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext): Shape 
   }
   if (t === "skill")
     return { target: `skill:${str(args.name) ?? "?"}`, key: `skill|${str(args.name) ?? ""}` };
-  return { target: tool.slice(0, 64), key: `${t}|${sha256(canonicalJson(args))}` };
+  return { target: tool.slice(0, 64), key: `${t}|${sha256(read.canonical)}` };
 }
 
 function effectOf(
-  tool: string,
   args: Args,
   meta: Args,
   status: RawToolCall["status"],
   exit: number | null,
   ctx: CallContext,
+  read: Read,
 ) {
-  const t = tool.toLowerCase();
   if (status !== "completed") return { effect: "none" as Effect, change: null, write: null };
-  const kind = toolKind(t);
+  const { kind, command } = read;
   if (kind === "edit" || kind === "patch") {
     const diff = str(meta.diff) ?? "";
     if (diff.trim() === "") return { effect: "none" as Effect, change: null, write: null };
@@ -204,8 +220,7 @@ function effectOf(
       write: { path, content, prior: ctx.writePrior, existed },
     };
   }
-  if (kind === "bash") {
-    const command = str(args.command) ?? "";
+  if (command) {
     if (exit === 0 && isCommitCommand(command))
       return { effect: "commit" as Effect, change: null, write: null };
     // A command that edits a work-tree file by its text (shared/bash-writes.ts)
@@ -213,7 +228,7 @@ function effectOf(
     // The live probe, when it answers, judges by the tree instead (landing.ts).
     const change =
       exit === 0 && bashWrites(command, ctx.directory).length > 0
-        ? { fwd: sha256(`bash-write\u0000${command}`), rev: sha256(`bash-unwrite\u0000${command}`) }
+        ? { fwd: sha256(`bash-write\u0000${command.text}`), rev: sha256(`bash-unwrite\u0000${command.text}`) }
         : null;
     if (isTestCommand(command, ctx.testPatterns)) return { effect: "test" as Effect, change, write: null };
     if (change) return { effect: "change" as Effect, change, write: null };
@@ -221,24 +236,35 @@ function effectOf(
   return { effect: "none" as Effect, change: null, write: null };
 }
 
-/** The one place a finished tool call becomes a ToolCall. */
-export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
+/**
+ * The one place a finished tool call becomes a ToolCall, at `time` (the
+ * context's unless given: a loader hands one context to every call of a
+ * message rather than a copy per call).
+ */
+export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ctx.time): ToolCall {
   const args = obj(raw.args);
   const meta = obj(raw.metadata);
   const lower = raw.tool.toLowerCase();
-  const isBash = toolKind(lower) === "bash";
-  const exit = exitOf(raw.tool, meta);
+  const kind = toolKind(lower);
+  const isBash = kind === "bash";
+  const exit = isBash ? (num(meta.exit) ?? null) : null;
   const timedOut = isBash && "exit" in meta && meta.exit === null;
   const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut || lower === "invalid";
-  const shape = shapeOf(raw.tool, args, meta, ctx);
-  const { effect, change, write } = effectOf(raw.tool, args, meta, raw.status, exit, ctx);
+  const read: Read = {
+    lower,
+    kind,
+    command: isBash ? parseCommand(str(args.command) ?? "") : null,
+    canonical: canonicalJson(args),
+  };
+  const shape = shapeOf(raw.tool, args, meta, ctx, read);
+  const { effect, change, write } = effectOf(args, meta, raw.status, exit, ctx, read);
   return {
     sessionId: ctx.sessionId,
     parentId: ctx.parentId,
     agent: slugAgent(ctx.agent),
     tool: raw.tool,
     callId: raw.callId,
-    fp: sha256(`${raw.tool}\u0000${canonicalJson(args)}`),
+    fp: sha256(`${raw.tool}\u0000${read.canonical}`),
     nfp: sha256(shape.key),
     target: shape.target,
     exit,
@@ -248,7 +274,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext): ToolCall {
     write,
     outcome: outcomeOf(raw, exit),
     worktree: isBash ? (ctx.worktree ?? null) : null,
-    time: ctx.time,
+    time,
   };
 }
 

@@ -103,8 +103,12 @@ interface Loaded {
   sourceNames: string[];
 }
 
-/** The sessions from opencode's database (the default), exports and a server, with the label sets exports carry. */
-async function loadSessions(r: Run, filters: Filters): Promise<Loaded> {
+/**
+ * The sessions from opencode's database (the default), exports and a server,
+ * with the label sets exports carry. The database's sessions are turned into
+ * observations as they are read, with the policy's options (no stored records held).
+ */
+async function loadSessions(r: Run, filters: Filters, policy: Policy): Promise<Loaded> {
   const { opts, io, progress, say } = r;
   const out: Loaded = { sessions: [], sets: [], sourceNames: [] };
   const exportsGiven = (opts.exports ?? []).filter(Boolean);
@@ -115,6 +119,7 @@ async function loadSessions(r: Run, filters: Filters): Promise<Loaded> {
       ...filters,
       copy: opts.copy ?? false,
       onProgress: (d, t) => progress.step("reading sessions", d, t),
+      observe: { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers },
     }).catch((err: unknown) => {
       // --db is opencode's database here, not stallguard's own store (serve --db).
       throw new Error(`--db (opencode's database, not stallguard's own store): ${(err as Error).message}`);
@@ -307,7 +312,7 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
     // A bad --grid is a usage error before anything is loaded.
     const asked = opts.sweep ? gridAxes(opts) : null;
     const t0 = performance.now();
-    const { sessions, sets, sourceNames } = await loadSessions(r, filters);
+    const { sessions, sets, sourceNames } = await loadSessions(r, filters, policy);
     await addLabelSets(r, sets);
     const labels = mergeSets(sets);
     progress.done();

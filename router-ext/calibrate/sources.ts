@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { num, obj, type ReplaySession, type StoredMessage } from "../../shared/index.ts";
+import { num, obj, type ReplaySession, type StoredMessage, type StoredOptions } from "../../shared/index.ts";
 import { opencodeDataDir, opencodeDbPath } from "../opencode-db/path.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
 import { exportFiles } from "./export-paths.ts";
@@ -180,6 +180,12 @@ export interface DbOptions extends Filters {
   copy?: boolean;
   /** Called after each session is read. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Turn each session into the core's observations as it is read, with these
+   * options (the replay policy's): no stored records are kept, and a replay
+   * with other options refuses them. Without it, sessions carry their messages.
+   */
+  observe?: StoredOptions;
 }
 
 /** Reads sessions from an open database in one transaction, so one snapshot. */
@@ -187,6 +193,7 @@ export function readOpencodeDb(
   reader: OpencodeDb,
   filters: Filters = {},
   onProgress?: DbOptions["onProgress"],
+  observe?: StoredOptions,
 ): { sessions: SourceSession[]; warnings: string[] } {
   return reader.snapshot(() => {
     const all = reader.allSessions();
@@ -194,16 +201,24 @@ export function readOpencodeDb(
     const out: SourceSession[] = [];
     let bad = all.malformed;
     for (const [i, s] of chosen.entries()) {
-      const read = reader.messages(s.id);
-      bad += read.malformed;
-      out.push({
+      const session: SourceSession = {
         id: s.id,
         parentId: s.parentId,
         directory: s.directory,
         title: s.title,
         updated: s.updated,
-        messages: read.messages,
-      });
+        messages: [],
+      };
+      if (observe) {
+        const read = reader.observations(session, observe);
+        bad += read.malformed;
+        session.observed = { observations: read.observations, opts: observe };
+      } else {
+        const read = reader.messages(s.id);
+        bad += read.malformed;
+        session.messages = read.messages;
+      }
+      out.push(session);
       onProgress?.(i + 1, chosen.length);
     }
     const warnings = bad ? [`${bad} malformed session/message/part row(s) skipped`] : [];
@@ -228,7 +243,7 @@ export async function loadOpencodeDb(path: string, opts: DbOptions = {}): Promis
       reader.close();
       reader = OpencodeDb.open(copyPath);
     }
-    const { sessions, warnings } = readOpencodeDb(reader, opts, opts.onProgress);
+    const { sessions, warnings } = readOpencodeDb(reader, opts, opts.onProgress, opts.observe);
     return { sessions, labels: {}, sets: [], warnings, ignored: [] };
   } finally {
     reader.close();

@@ -9,12 +9,16 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, test } from "vitest";
 import { syntheticSession, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
+import { defaultPolicy } from "../../bench/core-stats.ts";
+import { observationsFromMessages } from "../../shared/index.ts";
 import { opencodeDataDir, opencodeDbPath } from "./path.ts";
 import { OpencodeDb, OpencodeDbError } from "./reader.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stallguard-ocdb-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
+const policy = defaultPolicy();
+const opts = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
 
 type Stored = { info: { id: string }; parts: unknown[] };
 
@@ -101,6 +105,43 @@ describe("OpencodeDb", () => {
       const info = (read.messages as Stored[])[1]?.info as Record<string, unknown>;
       expect(info).toMatchObject({ role: "assistant", agent: "build", id: doc.messages[1]?.info.id });
       expect(info.summary).toBeUndefined();
+    } finally {
+      db.close();
+    }
+  });
+
+  test("observations(): what the adapter makes of messages(), the step parts left unread in SQLite", () => {
+    const path = join(tmp, `oc${++n}.db`);
+    const docs = [
+      syntheticSession(4, 40, { steps: true }),
+      syntheticSession(5, 30, { steps: true, loopEvery: 1 }),
+    ];
+    writeOpencodeDb(path, docs);
+    const w = new Database(path);
+    // Read whatever it holds besides: a second "type" key, a \u escape, a nested step type in a tool's input.
+    w.prepare(
+      `UPDATE part SET data = '{"snapshot":"s","type":"step-start","x":{"type":"text"}}' WHERE id = 'prt_00000004000001' || '0'`,
+    ).run();
+    w.prepare(
+      `UPDATE part SET data = '{"snapshot":"s\\u0041","type":"step-start"}' WHERE id = 'prt_00000004000002' || '0'`,
+    ).run();
+    w.prepare(
+      `UPDATE part SET data = json_set(data, '$.state.input.extra', json('{"type":"patch"}')) WHERE id = 'prt_00000004000003' || '1'`,
+    ).run();
+    w.close();
+    const db = OpencodeDb.open(path);
+    try {
+      for (const doc of docs) {
+        const session = { id: doc.info.id, parentId: null, directory: "/PROJECT_DIR" };
+        const fromRecords = db.messages(doc.info.id);
+        const read = db.observations(session, opts);
+        expect(read.observations).toEqual(observationsFromMessages(session, fromRecords.messages, opts));
+        expect(read.observations.filter((o) => o.kind === "tool")).toHaveLength(doc.messages.length - 1);
+        // Only the messages and their text and tool parts (plus the two step rows above) came out of SQLite.
+        const extra = doc.info.id.includes("00000004") ? 2 : 0;
+        expect(fromRecords.rows).toBeGreaterThan(3 * doc.messages.length);
+        expect(read).toMatchObject({ rows: 2 * doc.messages.length + extra, malformed: 0 });
+      }
     } finally {
       db.close();
     }

@@ -4,11 +4,22 @@
 // before anything is read, and only the session, message and part tables are
 // touched (the same file holds opencode's credentials). A row that cannot be
 // used is counted and skipped, never thrown on. Each part is cut to what the
-// detection core reads as it is read (tool output hashed, then dropped), so no
-// content outlives the read.
+// detection core reads as it is read (tool output hashed, then dropped), or a
+// session is turned into the core's observations as it is read (calibrate),
+// so no content outlives the read.
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
-import { isRec, type Rec, type StoredMessage, storedInfo, storedPart } from "../../shared/index.ts";
+import {
+  isRec,
+  type Observation,
+  observationsFromMessages,
+  type Rec,
+  type StoredMessage,
+  type StoredOptions,
+  type StoredSession,
+  storedInfo,
+  storedPart,
+} from "../../shared/index.ts";
 
 export type OpencodeDbProblem = "missing" | "unreadable" | "unexpected_shape";
 
@@ -54,6 +65,36 @@ const REQUIRED: Record<"session" | "message" | "part", readonly string[]> = {
 };
 
 const SESSION_COLS = "id, parent_id, directory, title, time_created, time_updated";
+
+/**
+ * Part types the stored adapter never reads (it reads text, compaction and
+ * tool parts): most of opencode's parts are the step markers around each
+ * model step. A row is left in SQLite, never handed to JavaScript or parsed,
+ * when its data holds `"type":"<one of these>"` as its only "type" key and no
+ * \u escape (so no key is spelled another way): in JSON a `"` inside a string
+ * is escaped, so that text is a key and its value, whatever the key order
+ * (opencode writes `{"snapshot":...,"type":"step-start"}`). Any other row is
+ * read, parsed and judged as before. A row left out is not checked either: a
+ * broken one is not counted as malformed.
+ */
+const UNREAD_TYPES = [
+  "step-start",
+  "step-finish",
+  "reasoning",
+  "patch",
+  "snapshot",
+  "file",
+  "agent",
+  "subtask",
+  "retry",
+];
+const TYPE_AT = `instr(data, '"type":"')`;
+const UNREAD_PART = [
+  `${TYPE_AT} > 0`,
+  `(${UNREAD_TYPES.map((t) => `substr(data, ${TYPE_AT} + 8, ${t.length + 1}) = '${t}"'`).join(" OR ")})`,
+  `instr(substr(data, ${TYPE_AT} + 6), '"type"') = 0`,
+  `instr(data, '\\u') = 0`,
+].join(" AND ");
 
 const MAX_ID = 200;
 
@@ -156,37 +197,67 @@ export class OpencodeDb {
    * then dropped with every other part's content.
    */
   messages(sessionId: string): SessionMessages {
+    return this.read(sessionId, this.q.parts, storedPart, (data, id) => storedInfo(data, id, sessionId));
+  }
+
+  /**
+   * A session's observations (shared/adapters/stored.ts), made as it is read:
+   * no stored record outlives its session's read, and the step parts the
+   * adapter never reads are not parsed (UNREAD_PART). What calibrate --db
+   * replays; the same observations as messages() handed to the adapter.
+   */
+  observations(
+    session: StoredSession,
+    opts: StoredOptions,
+  ): { observations: Observation[]; rows: number; malformed: number } {
+    const read = this.read(session.id, this.q.readParts, keepPart, (data, id) => {
+      data.id = id;
+      data.sessionID = session.id;
+      // messages() never keeps a message's summary (storedInfo says why): nor does this.
+      data.summary = undefined;
+      return data;
+    });
+    return {
+      observations: observationsFromMessages(session, read.messages, opts),
+      rows: read.rows,
+      malformed: read.malformed,
+    };
+  }
+
+  /** A session's messages, oldest first, with their parts: each part and info as `part` and `info` make it. */
+  private read(
+    sessionId: string,
+    parts: Database.Statement,
+    part: (data: Rec) => Rec | null,
+    info: (data: Rec, id: string) => Rec,
+  ): SessionMessages {
     let rows = 0;
     let malformed = 0;
     const partsByMessage = new Map<string, Rec[]>();
-    for (const p of this.q.parts.iterate(sessionId) as Iterable<Rec>) {
+    // Rows as arrays (raw statements), not an object per row: [id, message_id, data] and [id, data].
+    for (const [id, messageId, raw] of parts.iterate(sessionId) as Iterable<unknown[]>) {
       rows++;
-      const data = parseData(p.data);
-      if (
-        !data ||
-        typeof data.type !== "string" ||
-        typeof p.id !== "string" ||
-        typeof p.message_id !== "string"
-      ) {
+      const data = parseData(raw);
+      if (!data || typeof data.type !== "string" || typeof id !== "string" || typeof messageId !== "string") {
         malformed++;
         continue;
       }
-      data.id = p.id;
-      const part = storedPart(data);
-      if (!part) continue;
-      const list = partsByMessage.get(p.message_id);
-      if (list) list.push(part);
-      else partsByMessage.set(p.message_id, [part]);
+      data.id = id;
+      const kept = part(data);
+      if (!kept) continue;
+      const list = partsByMessage.get(messageId);
+      if (list) list.push(kept);
+      else partsByMessage.set(messageId, [kept]);
     }
     const messages: StoredMessage[] = [];
-    for (const m of this.q.messages.iterate(sessionId) as Iterable<Rec>) {
+    for (const [id, raw] of this.q.messages.iterate(sessionId) as Iterable<unknown[]>) {
       rows++;
-      const data = parseData(m.data);
-      if (!data || typeof data.role !== "string" || typeof m.id !== "string") {
+      const data = parseData(raw);
+      if (!data || typeof data.role !== "string" || typeof id !== "string") {
         malformed++;
         continue;
       }
-      messages.push({ info: storedInfo(data, m.id, sessionId), parts: partsByMessage.get(m.id) ?? [] });
+      messages.push({ info: info(data, id), parts: partsByMessage.get(id) ?? [] });
     }
     return { messages, rows, malformed };
   }
@@ -220,9 +291,21 @@ function statements(db: Database.Database) {
     all: db.prepare(`SELECT ${SESSION_COLS} FROM session ORDER BY time_created, id`),
     one: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE id = ?`),
     children: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE parent_id = ? ORDER BY time_created, id`),
-    messages: db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"),
-    parts: db.prepare("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id"),
+    messages: db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id").raw(),
+    parts: db
+      .prepare("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id")
+      .raw(),
+    readParts: db
+      .prepare(
+        `SELECT id, message_id, data FROM part WHERE session_id = ? AND NOT (${UNREAD_PART}) ORDER BY message_id, id`,
+      )
+      .raw(),
   };
+}
+
+/** A part as parsed: the adapter reads it whole, then it is dropped with its session's read. */
+function keepPart(data: Rec): Rec {
+  return data;
 }
 
 function sessionRows(raw: Rec[]): Rows<SessionRow> {

@@ -111,9 +111,17 @@ export function fromToolPart(
     metadata: state.metadata,
     status,
     output: typeof state.output === "string" ? state.output : state.error,
+    // Always set (undefined: hash the output), so every RawToolCall has one shape.
+    outcome: STORED_OUTCOME in state ? ((state[STORED_OUTCOME] as string | null) ?? null) : undefined,
   };
-  if (STORED_OUTCOME in state) raw.outcome = (state[STORED_OUTCOME] as string | null) ?? null;
-  return toToolCall(raw, callContext(ctx, ctx.sessionId, num(time.end) || num(time.start) || ctx.time || 0));
+  const at = num(time.end) || num(time.start) || ctx.time || 0;
+  // One context per message, shared by its calls (time passed apart): no copy per call.
+  return toToolCall(raw, fullContext(ctx), at);
+}
+
+/** The context as toToolCall takes it: `ctx` itself when it is one already (the loop below makes them so). */
+function fullContext(ctx: Omit<CallContext, "time"> & { time?: number }): CallContext {
+  return typeof ctx.time === "number" ? (ctx as CallContext) : callContext(ctx, ctx.sessionId, 0);
 }
 
 /** Tokens a request carried: fresh input plus cache reads and writes. */

@@ -141,6 +141,16 @@ describe("opencode.db, read-only", () => {
     const fromDb = await loadOpencodeDb(path);
     expect(view(fromDb.sessions)).toEqual(view(loadExports([RECORDED]).sessions));
     expect(view(fromDb.sessions).filter((l) => !l.includes(" ok "))).toHaveLength(10);
+    // What calibrate --db reads: observations made as each session is read, no stored records kept.
+    const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+    const observed = await loadOpencodeDb(path, { observe });
+    expect(observed.sessions.every((x) => x.messages.length === 0 && x.observed)).toBe(true);
+    expect(replay(observed.sessions, policy, { timeline: true })).toEqual(
+      replay(fromDb.sessions, policy, { timeline: true }),
+    );
+    // Observations made with other test patterns would judge another way: the replay refuses them.
+    const other = { ...policy, testPatterns: [/^make check/] };
+    expect(() => replay(observed.sessions, other)).toThrow(/other test patterns/);
   });
 
   test("never changes the file: same bytes and mtime after a plain and a --copy read", async () => {
