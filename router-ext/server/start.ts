@@ -9,6 +9,7 @@ import { serve } from "@hono/node-server";
 import { loadConfigLayers } from "../../io/config-files.ts";
 import { announceRouter } from "../../io/router-link.ts";
 import type { Config } from "../../shared/index.ts";
+import type { BreakerService } from "../breaker/service.ts";
 import { BreakerStore } from "../breaker/store.ts";
 import { VERSION } from "../cli/version.ts";
 import { defaultDbPath } from "../db/open.ts";
@@ -210,23 +211,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     throw err;
   });
 
-  // Replicas: a knob another replica changed reaches this one's live config (and its listeners below).
-  if (store instanceof PgStore)
-    store.onKnobsChanged(() => {
-      store.knobOverrides().then(
-        (rows) => live.syncOverrides(rows),
-        (err: unknown) => log(`knobs: reading another replica's change failed: ${(err as Error).message}`),
-      );
-    });
-  // ... and a breaker state another replica changed (a trip, a close, a Resume) reaches this one's breaker.
-  if (store instanceof PgStore)
-    store.onBreakerChanged(() => {
-      s.breaker
-        .reload()
-        .catch((err: unknown) =>
-          log(`breaker: reading another replica's change failed: ${(err as Error).message}`),
-        );
-    });
+  if (store instanceof PgStore) followReplicas(store, live, s.breaker, log);
   const jobs = await startJobs(opts, parts, s, { base, url });
   const unsubscribe = hotReload(live, {
     gate: (next) => {
@@ -318,4 +303,25 @@ async function shutdown(
   });
   await s.notify.notifier.close(500);
   await store.close();
+}
+
+/**
+ * Replicas: a knob another replica changed reaches this one's live config
+ * (and its listeners), a breaker state another changed (a trip, a close, a
+ * Resume) this one's breaker.
+ */
+function followReplicas(
+  store: PgStore,
+  live: LiveConfig,
+  breaker: BreakerService,
+  log: (line: string) => void,
+): void {
+  const failed = (what: string) => (err: unknown) =>
+    log(`${what}: reading another replica's change failed: ${(err as Error).message}`);
+  store.onKnobsChanged(() => {
+    store.knobOverrides().then((rows) => live.syncOverrides(rows), failed("knobs"));
+  });
+  store.onBreakerChanged(() => {
+    breaker.reload().catch(failed("breaker"));
+  });
 }
