@@ -19,7 +19,12 @@ export function checkPgPassword(p: PgStoreFact): CheckResult {
   const pw = p.password;
   if (pw.kind === "env") return result("pg.password", "pass", true, "from STALLGUARD_PG_PASSWORD");
   if (pw.kind === "file")
-    return result("pg.password", "pass", true, `from STALLGUARD_PG_PASSWORD_FILE (${pw.path}, mode 600)`);
+    return result(
+      "pg.password",
+      "pass",
+      true,
+      `from STALLGUARD_PG_PASSWORD_FILE (${pw.path}, no access for others)`,
+    );
   if (pw.kind === "bad") return result("pg.password", "fail", true, pw.problem, PASSWORD_FIX);
   return result(
     "pg.password",
