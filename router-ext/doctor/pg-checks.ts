@@ -42,7 +42,7 @@ export function checkPgConnection(p: PgStoreFact): CheckResult {
     "postgres",
     "fail",
     true,
-    `cannot connect to ${p.address} (${p.target}): ${c.problem}${c.code ? ` [${c.code}]` : ""}`,
+    `cannot connect to ${p.address ? `${p.address} (${p.target})` : p.target}: ${c.problem}${c.code ? ` [${c.code}]` : ""}`,
     "start PostgreSQL or fix the URL in --db / server.db; the password in STALLGUARD_PG_PASSWORD or STALLGUARD_PG_PASSWORD_FILE",
   );
 }

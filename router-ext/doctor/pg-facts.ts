@@ -20,8 +20,8 @@ export type PgPasswordSource =
 export interface PgStoreFact {
   /** postgres://user@host:port/database (a valid target never holds a password). */
   target: string;
-  /** host:port, for the failure line. */
-  address: string;
+  /** host:port, for the failure line; null when the URL is not valid. */
+  address: string | null;
   password: PgPasswordSource;
   connection: { ok: true } | { ok: false; code: string | null; problem: string };
   /** The schema version the database is at, and the newest this build knows; null without a connection. */

@@ -80,7 +80,8 @@ export async function gatherPgStore(
   env: NodeJS.ProcessEnv,
   timeoutMs = 8000,
 ): Promise<PgStoreFact> {
-  const base = { target: url, address: "?", aliveMs: ALIVE_INTERVAL_MS };
+  // Until the URL is known to be valid it may hold a password: never echoed.
+  const base = { target: "the postgres:// URL", address: null, aliveMs: ALIVE_INTERVAL_MS };
   let target: PgTarget;
   try {
     target = parsePgTarget(url);
