@@ -1,4 +1,4 @@
-// `stallguard doctor [--json] [--upstream] [--router URL] [--project DIR] [--opencode PATH] [--config FILE]`:
+// `stallguard doctor [--json] [--upstream] [--router URL] [--project DIR] [--opencode PATH] [--config FILE] [--db TARGET]`:
 // checks the chain a user set up, in order (opencode, the plugin, the provider
 // and its key, the router and its database, the token files, the upstream
 // (opt-in), D-Bus, the systemd units, the watchdog's last tick) and prints a
@@ -17,7 +17,7 @@ export default defineCommand({
   meta: {
     name: "doctor",
     description:
-      "Check the whole install (opencode, plugin, provider and key, router, tokens, upstream, D-Bus, units, watchdog) and say how to fix what is broken",
+      "Check the whole install (opencode, plugin, provider and key, router, its PostgreSQL store, tokens, upstream, D-Bus, units, watchdog) and say how to fix what is broken",
   },
   args: {
     json: switchArg("Print the checks as one JSON document", false),
@@ -28,6 +28,9 @@ export default defineCommand({
     project: stringArg("The project opencode runs in (default: the current directory)"),
     opencode: stringArg("The opencode binary (default: opencode on PATH)"),
     config: stringArg("A config file layered over config/config.yaml"),
+    db: stringArg(
+      "The router's store as serve takes it (default server.db); a postgres:// URL adds checks of PostgreSQL: password source, connection, migrations, replicas alive",
+    ),
   },
   async run({ args, data }): Promise<number> {
     const io = data as CliIo;
@@ -47,6 +50,7 @@ export default defineCommand({
       routerUrl: typeof args.router === "string" ? args.router : null,
       opencodeBin: typeof args.opencode === "string" ? args.opencode : null,
       upstream: Boolean(args.upstream),
+      db: typeof args.db === "string" ? args.db : null,
     });
     const results = runChecks(facts);
     const code = exitCode(results);

@@ -6,6 +6,7 @@ import { formatDuration, type Mode } from "../../shared/index.ts";
 import { blindDetail, tickBlind, tickReadout } from "../watchdog/readout.ts";
 import type { DoctorFacts } from "./facts.ts";
 import { keyForm, layeredProviders, resolveFileRef, sameEndpoint } from "./opencode-config.ts";
+import { checkPgStore } from "./pg-checks.ts";
 import { checkReporting } from "./reporting-check.ts";
 
 export interface CheckResult {
@@ -340,6 +341,7 @@ export function runChecks(f: DoctorFacts): CheckResult[] {
     checkPlugin(f),
     checkProvider(f),
     checkRouter(f),
+    ...checkPgStore(f.pgStore, f.now),
     checkReporting(f),
     ...checkSecrets(f),
     checkUpstream(f),

@@ -4,6 +4,7 @@
 import type { Mode } from "../../shared/index.ts";
 import type { Health } from "../api/schemas.ts";
 import type { ConfigFileFact } from "./opencode-config.ts";
+import type { PgStoreFact } from "./pg-facts.ts";
 
 export type FileState = "readable" | "missing" | "unreadable";
 
@@ -73,4 +74,6 @@ export interface DoctorFacts {
     active: Record<string, string> | null;
   };
   watchdog: { enabled: boolean; intervalMs: number };
+  /** The router's PostgreSQL store, when --db or server.db is a postgres:// URL; absent on SQLite. */
+  pgStore?: PgStoreFact;
 }

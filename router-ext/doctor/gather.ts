@@ -17,6 +17,7 @@ import { bundleVersion, globalConfigDir } from "../cli/install-plugin.ts";
 import { UNIT_FILES } from "../cli/install-units.ts";
 import { VERSION } from "../cli/version.ts";
 import { checkCommand, checkSessionBus } from "../notify/diagnostics.ts";
+import { isPgUrl } from "../store/pg-target.ts";
 import { sessionBusEnv } from "../watchdog/desktop.ts";
 import { userUnitDir } from "../watchdog/loop.ts";
 import type { DoctorFacts, FileState, KeyCheck, PluginCopy, SecretFact } from "./facts.ts";
@@ -28,6 +29,7 @@ import {
   referencesIn,
   resolveFileRef,
 } from "./opencode-config.ts";
+import { gatherPgStore } from "./pg-gather.ts";
 
 export interface GatherOptions {
   config: Config;
@@ -43,6 +45,8 @@ export interface GatherOptions {
   opencodeBin?: string | null;
   /** --upstream: send a models request to the upstream. */
   upstream?: boolean;
+  /** --db, as serve takes it; default server.db. A postgres:// URL adds the PostgreSQL checks. */
+  db?: string | null;
   fetchImpl?: typeof fetch;
 }
 
@@ -294,6 +298,8 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const home = o.env.HOME || homedir();
   const plugins = pluginFacts(o);
   const keyCheck = router.ok ? await keyFact(o, routerUrl, files, fetchImpl) : undefined;
+  const db = o.db ?? o.config.server.db;
+  const pgStore = db && isPgUrl(db) ? await gatherPgStore(db, o.env) : undefined;
   return {
     now: o.now,
     mode: (live?.mode as Mode | undefined) ?? o.config.progress.mode,
@@ -302,6 +308,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     localConfig: o.configPath ?? localConfigPath(),
     packageVersion: packageVersion(),
     ...(keyCheck ? { keyCheck } : {}),
+    ...(pgStore ? { pgStore } : {}),
     expectedVersion: live && live.version !== "dev" ? live.version : packageVersion(),
     opencode: opencodeFact(o),
     pluginDirs: plugins.dirs,

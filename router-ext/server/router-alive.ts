@@ -8,6 +8,9 @@
 import { formatSpan } from "../../shared/index.ts";
 import type { RouterStore } from "../store/router-store.ts";
 
+/** How often a serving router moves its alive mark (doctor counts a replica alive within 3 of these). */
+export const ALIVE_INTERVAL_MS = 15_000;
+
 export interface AliveMarks {
   stop(): Promise<void>;
 }
@@ -37,7 +40,7 @@ export function startAliveMarks(o: {
   const mark = () => {
     if (seq !== null) void write("router alive", () => o.store.routerAlive(seq as number, o.now()));
   };
-  const timer = setInterval(mark, o.intervalMs ?? 15_000);
+  const timer = setInterval(mark, o.intervalMs ?? ALIVE_INTERVAL_MS);
   timer.unref();
   return {
     async stop() {

@@ -1,5 +1,7 @@
 // The systemd user units as install-units writes them, checked by the real
 // systemd-analyze verify (skipped, with the reason printed, when it is absent).
+// The team deployment's files (deploy/team: the replica template unit and the
+// HAProxy example) are checked the same way, and with haproxy -c.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,11 +18,11 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const hasAnalyze = spawnSync("systemd-analyze", ["--version"]).status === 0;
 if (!hasAnalyze) console.log("[skip] systemd-analyze is not installed: unit verification skipped");
 
-/** systemd-analyze --user verify; a private runtime dir, since a test has no user manager. */
-function verify(files: string[]): { status: number | null; out: string } {
+/** systemd-analyze --user (or --system) verify; a private runtime dir, since a test has no user manager. */
+function verify(files: string[], scope = "--user"): { status: number | null; out: string } {
   const runtime = mkdtempSync(join(tmpdir(), "stallguard-rt-"));
   try {
-    const r = spawnSync("systemd-analyze", ["--user", "verify", ...files], {
+    const r = spawnSync("systemd-analyze", [scope, "verify", ...files], {
       encoding: "utf8",
       env: { ...process.env, XDG_RUNTIME_DIR: runtime, SYSTEMD_LOG_COLOR: "0" },
       timeout: 60_000,
@@ -125,5 +127,47 @@ describe("systemd user units", () => {
       { cwd: REPO, encoding: "utf8" },
     );
     expect(bad.status).toBe(1);
+  });
+});
+
+const hasHaproxy = spawnSync("haproxy", ["-v"]).status === 0;
+if (!hasHaproxy) console.log("[skip] haproxy is not installed: deploy/team/haproxy.cfg not checked");
+
+describe("team deployment files (deploy/team)", () => {
+  const unit = readFileSync(join(REPO, "deploy", "team", "stallguard@.service"), "utf8");
+  const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1] ?? "";
+
+  test.skipIf(!hasAnalyze)(
+    "systemd-analyze --system verify accepts an instance of the replica template",
+    () => {
+      const instance = join(tmp, "stallguard@4871.service");
+      writeFileSync(instance, unit);
+      const r = verify([instance], "--system");
+      if (r.out) console.log(r.out);
+      expect(r.status).toBe(0);
+      expect(r.out).toBe("");
+    },
+  );
+
+  test("the replica runs serve on PostgreSQL with flags serve takes, the password from a file", () => {
+    expect(exec).toMatch(/ serve --port %i /);
+    expect(exec).toMatch(/--db postgres:\/\/[^:@/]+@[^ ]+\/\w+$/);
+    expect(unit).toContain("Environment=STALLGUARD_PG_PASSWORD_FILE=/etc/stallguard/pg.password");
+    expect(unit).not.toMatch(/STALLGUARD_PG_PASSWORD=/);
+    const help = spawnSync("node", [join(REPO, "dist", "stallguard.mjs"), "serve", "--help"], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    const flags = [...exec.matchAll(/ (--[a-z-]+)/g)].map((m) => m[1] as string);
+    expect(flags).toEqual(["--port", "--host", "--config", "--db"]);
+    for (const f of flags) expect(`${help.stdout}${help.stderr}`).toContain(f);
+  });
+
+  test.skipIf(!hasHaproxy)("haproxy -c accepts the example, which checks GET /health", () => {
+    const cfg = join(REPO, "deploy", "team", "haproxy.cfg");
+    expect(readFileSync(cfg, "utf8")).toContain("option httpchk GET /health");
+    const r = spawnSync("haproxy", ["-c", "-f", cfg], { encoding: "utf8", timeout: 30_000 });
+    expect(`${r.stdout}${r.stderr}`).toContain("Configuration file is valid");
+    expect(r.status).toBe(0);
   });
 });
