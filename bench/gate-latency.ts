@@ -20,8 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import type { RequestRecord } from "../router-ext/gate/types.ts";
-import { openSqliteStore } from "../router-ext/store/sqlite-store.ts";
+import { decisionOnSqlite } from "./gate-decision.ts";
 import { startServe } from "./serve-child.ts";
 
 interface AcResult {
@@ -212,73 +211,6 @@ async function firstBytes(targets: Target[]) {
   return out;
 }
 
-/**
- * The decision alone, in this process: a store on a fresh SQLite file with
- * 10,000 sessions in 1,000 trees (100 of them stopped) answering from memory;
- * then decide and record as a busy gate does (50 sessions at work, a batch
- * written every 50 requests), the batch writes included.
- */
-async function decisionCost(): Promise<string> {
-  const dbDir = mkdtempSync(join(tmpdir(), "sg-bench-decide-"));
-  const store = await openSqliteStore(join(dbDir, "d.db"));
-  try {
-    const who = (i: number) => ({
-      sessionId: `ses_${i}`,
-      agent: "build",
-      parent: i % 10 === 0 ? null : `ses_${i - (i % 10)}`,
-      pluginVersion: "0.1.0",
-    });
-    for (let i = 0; i < 10_000; i++) store.decide(who(i));
-    await store.flush();
-    for (let t = 0; t < 1000; t += 10)
-      await store.setRefusal("tree", `ses_${t * 10}`, "stopped", "bench", 1, null);
-    const n = 200_000;
-    let refused = 0;
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) if (store.peek(who((i * 7919) % 10_000)).refused) refused++;
-    const peekUs = ((performance.now() - t0) * 1000) / n;
-    const m = 20_000;
-    const t1 = performance.now();
-    for (let i = 0; i < m; i++) {
-      const id = who(5000 + (i % 50));
-      store.recordRequest(benchRecord(id.sessionId, store.decide(id).refused, i));
-      if (i % 50 === 49) await store.flush();
-    }
-    await store.flush();
-    const busyUs = ((performance.now() - t1) * 1000) / m;
-    return (
-      `decision from memory ${peekUs.toFixed(2)} us (10,000 sessions, ${refused} of ${n} refused); ` +
-      `decide + record + its share of the batch write ${busyUs.toFixed(1)} us (50 sessions at work)`
-    );
-  } finally {
-    await store.close();
-    rmSync(dbDir, { recursive: true, force: true });
-  }
-}
-
-function benchRecord(sessionId: string, refused: boolean, i: number): RequestRecord {
-  return {
-    session_id: sessionId,
-    root_id: null,
-    agent: "build",
-    parent: null,
-    model: "bench",
-    status: refused ? 403 : 200,
-    prompt_tokens: 1000,
-    completion_tokens: 8,
-    cached_tokens: null,
-    cost_usd: 0.003,
-    context_tokens: 1000,
-    started_at: 1_800_000_000_000 + i,
-    duration_ms: 1,
-    refused,
-    plugin_version: "0.1.0",
-    client: "bench",
-    error: null,
-    response_bytes: 500,
-  };
-}
-
 async function gateOverhead(url: string): Promise<string> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const sum = /^stallguard_gate_overhead_seconds_sum (\S+)$/m.exec(text)?.[1];
@@ -316,7 +248,7 @@ try {
   const figures = await throughput(targets);
   const first = await firstBytes(targets);
   console.log(`\ngate overhead histogram: ${await gateOverhead(serve.url)}`);
-  console.log(`in-process: ${await decisionCost()}`);
+  console.log(`in-process: ${await decisionOnSqlite()}`);
 
   const f = (k: string, t: string) => figures[k]?.[t] as Figures;
   console.log("\ntargets (issue 22):");

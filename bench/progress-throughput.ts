@@ -5,7 +5,7 @@
 // medians, and fails when any request errored or was not a 200.
 //
 //   node deploy/build.mjs && npx tsx bench/progress-throughput.ts [--runs 3] [--amount 20000] [--connections 10]
-//     [--engine sqlite|postgres] [--replicas 1|2]   (postgres: a throwaway server; 2: behind HAProxy)
+//     [--engine sqlite|postgres] [--replicas 1|2] [--sessions 500]   (postgres: a throwaway server; 2: behind HAProxy)
 //   (uses dist/stallguard.mjs when present, else the TypeScript sources via tsx)
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -46,6 +46,7 @@ const { values } = parseArgs({
     connections: { type: "string", default: "10" },
     engine: { type: "string", default: "sqlite" },
     replicas: { type: "string", default: "1" },
+    sessions: { type: "string", default: "500" },
   },
 });
 const engine = values.engine === "postgres" ? "postgres" : "sqlite";
@@ -53,9 +54,11 @@ const replicaCount = engine === "postgres" ? Math.max(1, Number(values.replicas)
 const runs = Math.max(1, Number(values.runs));
 const amount = Math.max(100, Number(values.amount));
 const connections = Math.max(1, Number(values.connections));
+/** Distinct sessions the posts cycle through (the issue's figure: 10,000). */
+const sessions = Math.max(1, Number(values.sessions));
 
 function body(n: number): string {
-  const session = `ses_bench_${n % 500}`;
+  const session = `ses_bench_${n % sessions}`;
   return JSON.stringify({
     type: "transition",
     id: `p:bench:${process.pid}:${n}`,
@@ -141,7 +144,7 @@ try {
     );
   }
   console.log(
-    `median over ${runs} runs (${amount} unique transitions each, ${connections} connections): ` +
+    `median over ${runs} runs (${amount} unique transitions each, ${sessions} sessions, ${connections} connections): ` +
       `${median(rows.map((r) => r.requests.average)).toFixed(0)} req/s, ` +
       `p50 ${median(rows.map((r) => r.latency.p50))} ms, p99 ${median(rows.map((r) => r.latency.p99))} ms`,
   );

@@ -9,6 +9,8 @@ import { MIGRATIONS, migrate } from "../db/migrations.ts";
 import type { ProgressOptions } from "../db/store-progress.ts";
 import { headersOnly } from "../db/tables/plugin-links.ts";
 import type { RequestRecord } from "../gate/types.ts";
+import type { Sql, SqlParams } from "./sql.ts";
+import { SqlStore } from "./sql-store.ts";
 import { openSqliteStore, type SqliteStore } from "./sqlite-store.ts";
 
 const signals = quietSignals;
@@ -344,5 +346,40 @@ describe("SqlStore on SQLite", () => {
       .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)")
       .run();
     expect(() => migrate(store.db)).toThrow(/newer/);
+  });
+});
+
+describe("reloading the facts (a replica hearing another's change)", () => {
+  it("never loses a refusal this store committed while the snapshot was being read", async () => {
+    const base = await openSqliteStore(":memory:");
+    // Reads answer with what they found, then wait while `hold` is set: the
+    // snapshot is taken before the refusal below commits, and lands after it.
+    let hold: Promise<void> | null = null;
+    const slow: Sql = {
+      engine: base.sql.engine,
+      all: async <T>(q: string, p?: SqlParams) => {
+        const rows = await base.sql.all<T>(q, p);
+        if (hold) await hold;
+        return rows;
+      },
+      get: (q, p) => base.sql.get(q, p),
+      run: (q, p) => base.sql.run(q, p),
+      tx: (fn) => base.sql.tx(fn),
+    };
+    const store = await SqlStore.open(slow);
+    const who = { sessionId: "ses_x", agent: null, parent: null, pluginVersion: null };
+    let release: () => void = () => {};
+    hold = new Promise<void>((r) => {
+      release = r;
+    });
+    const reload = store.reloadFacts();
+    await new Promise((r) => setTimeout(r, 10));
+    hold = null;
+    await store.setRefusal("session", "ses_x", "stopped", "alice", 1, null);
+    expect(store.peek(who).refused).toBe(true);
+    release();
+    await reload;
+    expect(store.peek(who).refused).toBe(true);
+    await base.close();
   });
 });

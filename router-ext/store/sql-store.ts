@@ -71,6 +71,8 @@ export class SqlStore implements RouterStore {
   readonly facts = new GateFacts();
   private readonly now: () => number;
   private readonly gateWrites: GateWrites;
+  /** Changes committed while a snapshot of the facts is being read (reloadFacts). */
+  private readonly reloading = new Set<GateFactChange[]>();
 
   protected constructor(
     readonly sql: Sql,
@@ -129,9 +131,22 @@ export class SqlStore implements RouterStore {
     return this.writes.flush();
   }
 
+  /**
+   * Reads the facts again (a replica, after another one's change). A change
+   * this store commits while the snapshot is read may be missing from it:
+   * it is applied again on top, so a refusal just made here is never lost.
+   */
   async reloadFacts(): Promise<void> {
     await this.flush();
-    this.facts.reload(await readGateFacts(this.sql));
+    const during: GateFactChange[] = [];
+    this.reloading.add(during);
+    try {
+      const snapshot = await readGateFacts(this.sql);
+      this.facts.reload(snapshot);
+      for (const c of during) this.facts.apply(c);
+    } finally {
+      this.reloading.delete(during);
+    }
   }
 
   /**
@@ -152,6 +167,7 @@ export class SqlStore implements RouterStore {
         return result;
       });
       for (const c of changes) this.facts.apply(c);
+      for (const during of this.reloading) during.push(...changes);
       this.writes.noteSuccess();
       return out;
     } catch (err) {
