@@ -28,14 +28,16 @@ export interface DeliveryDeps {
 
 /**
  * Whether this replica sends `a`: the first to claim its incident key does
- * (router-ext/store/alert-claims.ts). A claim the store cannot write sends
- * anyway: a duplicate page is better than none.
+ * (router-ext/store/alert-claims.ts; a won claim is counted with it). A claim
+ * the store cannot write sends anyway: a duplicate page is better than none,
+ * and alerts_total is counted through the write queue (retried).
  */
 async function claimed(d: DeliveryDeps, a: Alert): Promise<boolean> {
   try {
     return await d.store.claimAlert(alertClaimKey(a), d.now());
   } catch (err) {
     d.log(`alert claim failed (${(err as Error).message}); sending anyway`);
+    d.store.bump("alerts_total").catch((e) => d.log(`alerts_total not counted: ${(e as Error).message}`));
     return true;
   }
 }
@@ -45,11 +47,7 @@ export function createDelivery(d: DeliveryDeps): Delivery {
   let order: Promise<void> = Promise.resolve();
   const alert = (a: Alert) => {
     order = order.then(async () => {
-      if (!(await claimed(d, a))) return;
-      d.send(a);
-      d.store
-        .bump("alerts_total")
-        .catch((err) => d.log(`alerts_total not counted: ${(err as Error).message}`));
+      if (await claimed(d, a)) d.send(a);
     });
   };
   let blind: BlindState = initialBlindState();

@@ -108,7 +108,11 @@ export interface RouterStore extends GateStore {
   metrics(opts: ViewClock): Promise<MetricsSnapshot>;
   /** Adds to a durable counter (figures that must survive restarts). */
   bump(name: string, by?: number): Promise<void>;
-  /** Claims an alert's incident key for this replica: true for the first claim only (alert once across replicas). */
+  /**
+   * Claims an alert's incident key for this replica: true for the first claim
+   * only (alert once across replicas). A won claim is counted in alerts_total
+   * in the same commit.
+   */
   claimAlert(key: string, now: number): Promise<boolean>;
 
   mark(sessionId: string, kind: MarkKind, by: string, at: number): Promise<MarkResult>;

@@ -341,6 +341,15 @@ describe("SqlStore on SQLite", () => {
     expect(await store.knobOverrides()).toHaveLength(1);
   });
 
+  it("claims an alert once and counts the won claim in the same commit", async () => {
+    const alerts = async () => (await store.metrics({ now: 5000, liveWindowMs: 1 })).counters.alerts_total;
+    expect(await store.claimAlert("no-progress|trigger|1000|ses_a", 5000)).toBe(true);
+    expect(await store.claimAlert("no-progress|trigger|1000|ses_a", 5001)).toBe(false);
+    expect(await alerts()).toBe(1);
+    expect(await store.claimAlert("no-progress|resolve|2000|ses_a", 5002)).toBe(true);
+    expect(await alerts()).toBe(2);
+  });
+
   it("refuses a database from a newer stallguard", async () => {
     store.db
       .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)")

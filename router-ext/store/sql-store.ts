@@ -283,7 +283,13 @@ export class SqlStore implements RouterStore {
   }
 
   claimAlert(key: string, now: number): Promise<boolean> {
-    return claimAlert(this.sql, key, this.opts.replica ?? "local", now);
+    // Claim and count in one commit: a commit is most of a write's cost, and
+    // every flagged transition raises an alert (bench/progress-throughput.ts).
+    return this.sql.tx(async (q) => {
+      const won = await claimAlert(q, key, this.opts.replica ?? "local", now);
+      if (won) await openTables(q).counters.bump("alerts_total");
+      return won;
+    });
   }
 
   // ---- marks --------------------------------------------------------------

@@ -342,6 +342,8 @@ function sessionReads(sql: Sql) {
 }
 
 export function sessionsTable(sql: Sql) {
-  return { ...sessionReads(sql), ...sessionWrites(sql) };
+  // Not a spread: copying 20 fresh closures into a literal took about 30 us in V8 (bench:
+  // every /progress transaction builds its tables), Object.assign about 1 us.
+  return Object.assign(sessionReads(sql), sessionWrites(sql));
 }
 export type SessionsTable = ReturnType<typeof sessionsTable>;
