@@ -15,6 +15,7 @@ import { VERSION } from "../cli/version.ts";
 import { defaultDbPath } from "../db/open.ts";
 import { gateFirstServer } from "../gate/index.ts";
 import { createNotifier } from "../notify/index.ts";
+import { coalescedReload } from "../store/coalesced-reload.ts";
 import { openPgStore, PgStore } from "../store/pg-store.ts";
 import { isPgUrl } from "../store/pg-target.ts";
 import { replicaId } from "../store/replica-id.ts";
@@ -321,7 +322,7 @@ function followReplicas(
   store.onKnobsChanged(() => {
     store.knobOverrides().then((rows) => live.syncOverrides(rows), failed("knobs"));
   });
-  store.onBreakerChanged(() => {
-    breaker.reload().catch(failed("breaker"));
-  });
+  // Never two breaker reloads at once: an older read landing last would undo a newer one.
+  const breakerReloads = coalescedReload(() => breaker.reload(), log);
+  store.onBreakerChanged(() => breakerReloads.signal());
 }
