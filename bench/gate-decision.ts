@@ -22,36 +22,34 @@ import { startPostgres } from "../test/helpers/postgres.ts";
  * written every 50 requests), the batch writes included.
  */
 export async function decisionCost(store: SqlStore): Promise<string> {
-  {
-    const who = (i: number) => ({
-      sessionId: `ses_${i}`,
-      agent: "build",
-      parent: i % 10 === 0 ? null : `ses_${i - (i % 10)}`,
-      pluginVersion: "0.1.0",
-    });
-    for (let i = 0; i < 10_000; i++) store.decide(who(i));
-    await store.flush();
-    for (let t = 0; t < 1000; t += 10)
-      await store.setRefusal("tree", `ses_${t * 10}`, "stopped", "bench", 1, null);
-    const n = 200_000;
-    let refused = 0;
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) if (store.peek(who((i * 7919) % 10_000)).refused) refused++;
-    const peekUs = ((performance.now() - t0) * 1000) / n;
-    const m = 20_000;
-    const t1 = performance.now();
-    for (let i = 0; i < m; i++) {
-      const id = who(5000 + (i % 50));
-      store.recordRequest(benchRecord(id.sessionId, store.decide(id).refused, i));
-      if (i % 50 === 49) await store.flush();
-    }
-    await store.flush();
-    const busyUs = ((performance.now() - t1) * 1000) / m;
-    return (
-      `decision from memory ${peekUs.toFixed(2)} us (10,000 sessions, ${refused} of ${n} refused); ` +
-      `decide + record + its share of the batch write ${busyUs.toFixed(1)} us (50 sessions at work)`
-    );
+  const who = (i: number) => ({
+    sessionId: `ses_${i}`,
+    agent: "build",
+    parent: i % 10 === 0 ? null : `ses_${i - (i % 10)}`,
+    pluginVersion: "0.1.0",
+  });
+  for (let i = 0; i < 10_000; i++) store.decide(who(i));
+  await store.flush();
+  for (let t = 0; t < 1000; t += 10)
+    await store.setRefusal("tree", `ses_${t * 10}`, "stopped", "bench", 1, null);
+  const n = 200_000;
+  let refused = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) if (store.peek(who((i * 7919) % 10_000)).refused) refused++;
+  const peekUs = ((performance.now() - t0) * 1000) / n;
+  const m = 20_000;
+  const t1 = performance.now();
+  for (let i = 0; i < m; i++) {
+    const id = who(5000 + (i % 50));
+    store.recordRequest(benchRecord(id.sessionId, store.decide(id).refused, i));
+    if (i % 50 === 49) await store.flush();
   }
+  await store.flush();
+  const busyUs = ((performance.now() - t1) * 1000) / m;
+  return (
+    `decision from memory ${peekUs.toFixed(2)} us (10,000 sessions, ${refused} of ${n} refused); ` +
+    `decide + record + its share of the batch write ${busyUs.toFixed(1)} us (50 sessions at work)`
+  );
 }
 
 function benchRecord(sessionId: string, refused: boolean, i: number): RequestRecord {
