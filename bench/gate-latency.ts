@@ -6,14 +6,19 @@
 // first). Each of the three is its own process.
 //
 //   npx tsx bench/gate-latency.ts [--duration 2] [--runs 3] [--connections 1,10,50] [--body-kb 4]
+//     [--workloads JSON,streaming] [--cpu-prof DIR]
+//
+// --cpu-prof writes the CPU profiles (node --cpu-prof) of the serve child and
+// the bare proxy into DIR when they stop.
 //
 // Per workload (JSON, streaming) and connection count: req/s, mean latency
-// (connections / throughput: exact for a closed loop, where autocannon's
-// percentiles have a 1 ms resolution), p50 and p99, the throughput ratio to
+// (connections / throughput: exact for a closed loop), p50 and p99 from each
+// response's own time (autocannon's histogram keeps whole milliseconds), the
+// CPU time the target's process spent per request, the throughput ratio to
 // the bare proxy and the mean added over direct; medians over the runs. Then
 // the streaming time to first byte, from sequential requests, per target.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -25,11 +30,14 @@ import { startServe } from "./serve-child.ts";
 
 interface AcResult {
   requests: { average: number; total: number };
-  latency: { p50: number; p99: number };
   errors: number;
   timeouts: number;
   non2xx: number;
 }
+/** A run: a promise of its result that also emits each response and its time (ms, from hrtime). */
+type AcRun = Promise<AcResult> & {
+  on(event: "response", f: (client: unknown, status: number, bytes: number, ms: number) => void): void;
+};
 type Autocannon = (opts: {
   url: string;
   method: string;
@@ -37,7 +45,7 @@ type Autocannon = (opts: {
   duration: number;
   headers: Record<string, string>;
   body: string;
-}) => Promise<AcResult>;
+}) => AcRun;
 const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 
 const { values } = parseArgs({
@@ -47,6 +55,8 @@ const { values } = parseArgs({
     connections: { type: "string", default: "1,10,50" },
     "body-kb": { type: "string", default: "4" },
     "ttfb-requests": { type: "string", default: "600" },
+    workloads: { type: "string", default: "JSON,streaming" },
+    "cpu-prof": { type: "string" },
   },
 });
 const DURATION = Number(values.duration);
@@ -58,8 +68,12 @@ const KEY = "bench-client-key-0123456789";
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 
 /** Starts one of the bench's helper processes; resolves with its port. */
-async function child(script: string, args: string[] = []): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, ["--import", "tsx", join(HERE, script), ...args], {
+async function child(
+  script: string,
+  args: string[] = [],
+  nodeArgs: string[] = [],
+): Promise<{ proc: ChildProcess; port: number }> {
+  const proc = spawn(process.execPath, [...nodeArgs, "--import", "tsx", join(HERE, script), ...args], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const port = await new Promise<number>((resolve, reject) => {
@@ -84,13 +98,14 @@ const messages = [
   { role: "assistant", content: "Reading the file first." },
   { role: "user", content: "tool result: 120 lines" },
 ];
-const WORKLOADS = [
+const ALL_WORKLOADS = [
   { name: "JSON", body: JSON.stringify({ model: "bench", messages }) },
   {
     name: "streaming",
     body: JSON.stringify({ model: "bench", stream: true, stream_options: { include_usage: true }, messages }),
   },
 ];
+const WORKLOADS = ALL_WORKLOADS.filter((w) => String(values.workloads).split(",").includes(w.name));
 const HEADERS = {
   "content-type": "application/json",
   authorization: `Bearer ${KEY}`,
@@ -101,29 +116,54 @@ const HEADERS = {
 
 interface Figures {
   rps: number;
+  /** CPU time of the target's own process (the upstream for direct) per request, microseconds. */
+  cpu: number;
   mean: number;
   p50: number;
   p99: number;
   errors: number;
 }
 
-async function load(url: string, connections: number, body: string, duration = DURATION): Promise<Figures> {
-  const r = await autocannon({
-    url: `${url}/chat/completions`,
+/** User + system CPU seconds of a process so far (Linux /proc; NaN elsewhere). */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function load(t: Target, connections: number, body: string, duration = DURATION): Promise<Figures> {
+  const cpu0 = cpuSeconds(t.pid);
+  const run = autocannon({
+    url: `${t.url}/chat/completions`,
     method: "POST",
     connections,
     duration,
     headers: HEADERS,
     body,
   });
+  // Each response's own time: autocannon's histogram keeps whole milliseconds only.
+  const times: number[] = [];
+  run.on("response", (_client, _status, _bytes, ms) => {
+    times.push(ms);
+  });
+  const r = await run;
+  times.sort((a, b) => a - b);
   return {
     rps: r.requests.average,
+    cpu: ((cpuSeconds(t.pid) - cpu0) * 1e6) / r.requests.total,
     mean: (connections * 1000) / r.requests.average,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
+    p50: quantile(times, 0.5),
+    p99: quantile(times, 0.99),
     errors: r.errors + r.timeouts + r.non2xx,
   };
 }
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? Number.NaN;
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -131,6 +171,7 @@ const median = (xs: number[]) => {
 };
 const medianFigures = (xs: Figures[]): Figures => ({
   rps: median(xs.map((x) => x.rps)),
+  cpu: median(xs.map((x) => x.cpu)),
   mean: median(xs.map((x) => x.mean)),
   p50: median(xs.map((x) => x.p50)),
   p99: median(xs.map((x) => x.p99)),
@@ -154,7 +195,8 @@ function ttfb(url: string, agent: Agent, body: string): Promise<number> {
   });
 }
 
-type Target = { name: string; url: string };
+/** Where a load goes, and the process that serves it (its CPU time is counted). */
+type Target = { name: string; url: string; pid: number | undefined };
 const add = <T>(into: Record<string, T[]>, key: string, value: T) => {
   into[key] = [...(into[key] ?? []), value];
 };
@@ -167,7 +209,7 @@ async function throughput(targets: Target[]) {
       const seen: Record<string, Figures[]> = {};
       for (let run = 0; run < RUNS; run++) {
         // Alternate the order so drifting machine load hits all three alike.
-        for (const t of rotate(targets, run)) add(seen, t.name, await load(t.url, connections, w.body));
+        for (const t of rotate(targets, run)) add(seen, t.name, await load(t, connections, w.body));
       }
       const m = Object.fromEntries(targets.map((t) => [t.name, medianFigures(seen[t.name] ?? [])]));
       out[`${w.name}@${connections}`] = m;
@@ -178,7 +220,7 @@ async function throughput(targets: Target[]) {
         const f = m[t.name] as Figures;
         console.log(
           `  ${t.name.padEnd(6)} ${f.rps.toFixed(0).padStart(6)} req/s  mean ${f.mean.toFixed(3)} ms  ` +
-            `p50 ${f.p50} ms  p99 ${f.p99} ms  errors ${f.errors}  ` +
+            `p50 ${f.p50.toFixed(2)} ms  p99 ${f.p99.toFixed(2)} ms  errors ${f.errors}  cpu ${f.cpu.toFixed(0)} us/req  ` +
             `x${(f.rps / bare.rps).toFixed(2)} of bare  mean +${(f.mean - direct.mean).toFixed(3)} ms over direct`,
         );
       }
@@ -188,7 +230,7 @@ async function throughput(targets: Target[]) {
 }
 
 async function firstBytes(targets: Target[]) {
-  const body = WORKLOADS[1]?.body ?? "";
+  const body = ALL_WORKLOADS[1]?.body ?? "";
   const agents = new Map(targets.map((t) => [t.name, new Agent({ keepAlive: true, maxSockets: 1 })]));
   const seen: Record<string, number[]> = {};
   for (let round = 0; round < TTFB_REQUESTS / 50; round++)
@@ -228,23 +270,25 @@ try {
   const up = await child("bench-upstream.ts");
   procs.push(up.proc);
   const upstreamUrl = `http://127.0.0.1:${up.port}/v1`;
-  const bare = await child("bare-proxy.ts", [upstreamUrl]);
+  const profile = values["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`] : [];
+  const bare = await child("bare-proxy.ts", [upstreamUrl], profile);
   procs.push(bare.proc);
   const serve = await startServe(dir, {
     args: ["--upstream", upstreamUrl],
     env: { STALLGUARD_CLIENT_KEY: KEY },
+    nodeArgs: profile,
   });
   procs.push(serve.proc);
   const targets: Target[] = [
-    { name: "direct", url: upstreamUrl },
-    { name: "bare", url: `http://127.0.0.1:${bare.port}/v1` },
-    { name: "gate", url: `${serve.url}/v1` },
+    { name: "direct", url: upstreamUrl, pid: up.proc.pid },
+    { name: "bare", url: `http://127.0.0.1:${bare.port}/v1`, pid: bare.proc.pid },
+    { name: "gate", url: `${serve.url}/v1`, pid: serve.proc.pid },
   ];
   console.log(
-    `body ${WORKLOADS[0]?.body.length} bytes (JSON), upstream ${upstreamUrl}, gate ${serve.url} (real serve, SQLite)`,
+    `body ${ALL_WORKLOADS[0]?.body.length} bytes (JSON), upstream ${upstreamUrl}, gate ${serve.url} (real serve, SQLite)`,
   );
   // Warm-up: JIT, keep-alive sockets, the session's first learning.
-  for (const t of targets) for (const w of WORKLOADS) await load(t.url, 10, w.body, 1);
+  for (const t of targets) for (const w of WORKLOADS) await load(t, 10, w.body, 1);
   const figures = await throughput(targets);
   const first = await firstBytes(targets);
   console.log(`\ngate overhead histogram: ${await gateOverhead(serve.url)}`);
@@ -258,7 +302,8 @@ try {
     const p99 = f(`${w.name}@10`, "gate")?.p99;
     console.log(
       `  ${w.name}: throughput at 10 connections x${ratio.toFixed(2)} of bare (>= 0.5), ` +
-        `mean added at 1 connection ${added.toFixed(3)} ms (<= 0.3), p99 at 10 connections ${p99} ms (<= 3)`,
+        `mean added at 1 connection ${added.toFixed(3)} ms (<= 0.3), p99 at 10 connections ${p99.toFixed(2)} ms ` +
+        `(<= 3; bare ${f(`${w.name}@10`, "bare")?.p99.toFixed(2)} ms)`,
     );
   }
   const tt = (t: string) => (first[t] as { mean: number }).mean;

@@ -11,7 +11,7 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export async function startServe(
   dir: string,
-  opts: { args?: string[]; env?: Record<string, string>; db?: string } = {},
+  opts: { args?: string[]; env?: Record<string, string>; db?: string; nodeArgs?: string[] } = {},
 ): Promise<{ proc: ChildProcess; url: string }> {
   const bundle = join(ROOT, "dist/stallguard.mjs");
   const entry = existsSync(bundle) ? [bundle] : ["--import", "tsx", join(ROOT, "router-ext/cli/main.ts")];
@@ -27,7 +27,7 @@ export async function startServe(
     config,
     ...(opts.args ?? []),
   ];
-  const proc = spawn(process.execPath, [...entry, ...args], {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: dir, XDG_CONFIG_HOME: join(dir, "config"), ...opts.env },
     stdio: ["ignore", "pipe", "inherit"],
