@@ -1,6 +1,8 @@
 // How a response body is looked at on its way down: SSE lines scanned for
 // the usage chunk (hidden when the gate asked for it), JSON scanned once at
-// the end, anything else passed through.
+// the end, anything else passed through. Most SSE chunks are whole events
+// without usage: those pass as they are, neither decoded nor split.
+import { concat } from "./request-body.ts";
 import { isUsageOnlyChunk, LineSplitter, type UsageTracker, usageLinePayload } from "./usage.ts";
 
 /** Largest non-streaming JSON answer scanned for usage; bigger ones pass through unscanned. */
@@ -8,6 +10,23 @@ export const MAX_SCAN_BYTES = 8 * 1024 * 1024;
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
+const USAGE = Buffer.from('"usage"');
+const LF = 0x0a;
+
+/**
+ * Whether a chunk can pass without being read: the stream before it ended a
+ * line (no partial line or UTF-8 sequence is held), it ends one too, and no
+ * line in it can carry usage (usageLinePayload needs the bytes "usage").
+ */
+function passesWhole(value: Uint8Array, aligned: boolean): boolean {
+  if (!aligned || value.byteLength === 0 || value[value.byteLength - 1] !== LF) return false;
+  const bytes = Buffer.isBuffer(value)
+    ? value
+    : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  return bytes.indexOf(USAGE) < 0;
+}
+
+const endsLine = (value: Uint8Array) => value.byteLength > 0 && value[value.byteLength - 1] === LF;
 
 /** How a response body is looked at on its way through. */
 export interface BodyScanner {
@@ -20,13 +39,17 @@ export interface BodyScanner {
 export function sseScanner(tracker: UsageTracker, hideUsageChunk: boolean): BodyScanner {
   const dec = new TextDecoder();
   const lines = new LineSplitter();
+  /** The bytes so far ended a line: nothing is held by the decoder or the splitter. */
+  let aligned = true;
   if (!hideUsageChunk) {
     // Pure pass-through: the client gets the upstream's bytes as they are.
     return {
       chunk(value) {
+        if (passesWhole(value, aligned)) return value;
         for (const line of lines.push(dec.decode(value, { stream: true }))) {
           if (line.parseable) tracker.see(usageLinePayload(line.text));
         }
+        aligned = endsLine(value);
         return value;
       },
       end() {
@@ -57,7 +80,12 @@ export function sseScanner(tracker: UsageTracker, hideUsageChunk: boolean): Body
     return out ? encoder.encode(out) : null;
   };
   return {
-    chunk: (value) => emit(lines.push(dec.decode(value, { stream: true }))),
+    chunk(value) {
+      // Whole lines without usage: emit would give back these same bytes.
+      if (passesWhole(value, aligned)) return value;
+      aligned = endsLine(value);
+      return emit(lines.push(dec.decode(value, { stream: true })));
+    },
     end() {
       const found = lines.push(dec.decode());
       const tail = lines.flush();
@@ -80,12 +108,8 @@ export function jsonScanner(tracker: UsageTracker): BodyScanner {
     },
     end() {
       if (parts && total > 0) {
-        const all = new Uint8Array(total);
-        let at = 0;
-        for (const p of parts) {
-          all.set(p, at);
-          at += p.byteLength;
-        }
+        // One chunk (most answers) is read where it is, not copied first.
+        const all = parts.length === 1 ? (parts[0] as Uint8Array) : concat(parts);
         try {
           tracker.see(JSON.parse(decoder.decode(all)));
         } catch {
