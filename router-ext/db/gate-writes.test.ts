@@ -9,6 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { served } from "../breaker/testing.ts";
 import type { GateIdentity } from "../gate/types.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
+import { GateWrites } from "./gate-writes.ts";
+import { WriteQueue } from "./write-queue.ts";
 
 const T0 = 1_800_000_000_000;
 
@@ -83,6 +85,27 @@ describe("the gate's batched writes", () => {
     expect(count(/^UPDATE sessions SET parent_id/)).toBe(1);
     expect(row()).toMatchObject({ root_id: "other" });
     expect(store.peek({ ...who, parent: null }).rootId).toBe("other");
+  });
+
+  it("a full batch is written after this turn of the event loop, without waiting out the gap", async () => {
+    // A queue whose gap (a minute) cannot pass during the test: only a full batch goes early.
+    const queue = new WriteQueue(store.sql, { gapMs: 60_000 });
+    const writes = new GateWrites(queue);
+    const turn = () => new Promise((r) => setImmediate(r));
+    const record = (i: number) => writes.record(served("m", "w", T0 + i, "root"));
+    record(0);
+    await turn();
+    expect(count(/^INSERT INTO requests/)).toBe(1); // quiet: at once
+    for (let i = 1; i < 32; i++) record(i);
+    await turn();
+    await turn();
+    expect(count(/^INSERT INTO requests/)).toBe(1); // 31 wait for the gap
+    record(32);
+    await turn();
+    await turn();
+    expect(count(/^INSERT INTO requests/)).toBe(33);
+    expect(count(/^BEGIN/)).toBe(2);
+    await queue.close();
   });
 
   it("a bad record is dropped, counted and logged once; the rest of its batch lands", async () => {

@@ -33,6 +33,13 @@ interface Batch {
 
 /** At most this many sessions are remembered as written (then all are written once more). */
 const WRITTEN_MAX = 100_000;
+/**
+ * Records that make a batch full: written then, not at the write queue's next
+ * gap (50 ms). About 0.7 ms of CPU on the event loop, as one batch of a gate
+ * at 3,000 requests/s took with the 10 ms gap before; a gate at 1,000 commits
+ * a third as often as it did then.
+ */
+const FULL_BATCH = 32;
 const TOUCH_EVERY_MS = 1000;
 const HEADERS_SEEN_EVERY_MS = 10_000;
 
@@ -81,6 +88,7 @@ export class GateWrites {
   record(r: RequestRecord): void {
     const b = this.current();
     b.records.push(r);
+    if (b.records.length === FULL_BATCH) this.writes.hurry();
     const s = r.session_id;
     if (s !== null && r.started_at - (this.touched.get(s) ?? Number.NEGATIVE_INFINITY) >= TOUCH_EVERY_MS)
       b.touches.set(s, Math.max(b.touches.get(s) ?? 0, r.started_at));
