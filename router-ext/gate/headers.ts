@@ -53,7 +53,9 @@ function crossing(raw: readonly string[], drop: ReadonlySet<string>): string[] {
 }
 
 /** Adds the header names a Connection header value marks hop-by-hop. */
-function connectionTokens(value: string, into: Set<string> | null): Set<string> {
+function connectionTokens(value: string, into: Set<string> | null): Set<string> | null {
+  // The usual values (every keep-alive answer carries one) name no header.
+  if (/^\s*(keep-alive|close)\s*$/i.test(value)) return into;
   const listed = into ?? new Set<string>();
   for (const t of value.split(",")) {
     const name = t.trim().toLowerCase();

@@ -81,9 +81,8 @@ export function createGateMetrics(): GateMetrics {
       const s = Math.max(0, ms) / 1000;
       c.count++;
       c.sum += s;
-      OVERHEAD_BUCKETS_S.forEach((b, i) => {
-        if (s <= b) c.buckets[i] = (c.buckets[i] ?? 0) + 1;
-      });
+      for (let i = 0; i < OVERHEAD_BUCKETS_S.length; i++)
+        if (s <= (OVERHEAD_BUCKETS_S[i] as number)) c.buckets[i] = (c.buckets[i] ?? 0) + 1;
     },
     spend: (usd) => {
       if (Number.isFinite(usd) && usd > 0) c.spendUsd += usd;

@@ -47,32 +47,31 @@ export function relayResponse(
     // The client must see a broken answer, not a short one that looks complete.
     to.destroy();
   };
-  const upstream: Record<string, (arg: unknown) => void> = {
-    data: (chunk) => {
-      if (!send(scanner.chunk(chunk as Buffer))) from.pause();
-    },
-    end: () => {
-      send(scanner.end());
-      to.end();
-      end(null);
-    },
-    error: (err) => failed(err),
-    close: () => {
-      if (!from.complete) failed(new Error("upstream closed the answer early"));
-    },
+  const onData = (chunk: Buffer) => {
+    if (!send(scanner.chunk(chunk))) from.pause();
   };
-  const client: Record<string, () => void> = {
-    drain: () => from.resume(),
-    close: () => {
-      if (to.writableFinished) return;
-      // The client went away: stop reading upstream (the upstream sees its socket close).
-      end("client_abort");
-      from.destroy();
-    },
+  const onEnd = () => {
+    send(scanner.end());
+    to.end();
+    end(null);
+  };
+  const onClosed = () => {
+    if (!from.complete) failed(new Error("upstream closed the answer early"));
+  };
+  const onDrain = () => from.resume();
+  const onClientGone = () => {
+    if (to.writableFinished) return;
+    // The client went away: stop reading upstream (the upstream sees its socket close).
+    end("client_abort");
+    from.destroy();
   };
   const listen = (how: "on" | "off") => {
-    for (const [event, f] of Object.entries(upstream)) from[how](event, f);
-    for (const [event, f] of Object.entries(client)) to[how](event, f);
+    from[how]("data", onData);
+    from[how]("end", onEnd);
+    from[how]("error", failed);
+    from[how]("close", onClosed);
+    to[how]("drain", onDrain);
+    to[how]("close", onClientGone);
   };
   listen("on");
 }
