@@ -1,6 +1,7 @@
 // The stored shape -> observations. GET /session/{id}/message, `opencode
 // export` and the opencode.db message/part tables all hold {info, parts}
 // records; live message.part.updated events carry the same part shape.
+import { type BashMemo, bashMemo } from "../bash-call.ts";
 import { isInjectedTurn, isResumeTurn, type TextPartLike, userTextHash } from "../injected.ts";
 import { isRec, num, obj, type Rec, text } from "../read.ts";
 import {
@@ -153,6 +154,8 @@ export function observationsFromMessages(
   const out: Observation[] = [];
   let agent = "";
   let resuming = false;
+  // The session's bash commands by text, read once each, dropped with this call.
+  const memo = bashMemo(session.directory ?? null, opts.testPatterns);
   for (const m of Array.isArray(messages) ? messages : []) {
     const info = obj(obj(m).info);
     const parts = Array.isArray(obj(m).parts) ? (obj(m).parts as unknown[]) : [];
@@ -170,7 +173,7 @@ export function observationsFromMessages(
     }
     if (role !== "assistant") continue;
     if (!compactionTurn) resuming = false;
-    pushAssistant(out, session, who, created, info, parts, compactionTurn, opts);
+    pushAssistant(out, session, who, created, info, parts, compactionTurn, opts, memo);
   }
   return out;
 }
@@ -221,6 +224,7 @@ function pushAssistant(
   parts: unknown[],
   compactionTurn: boolean,
   opts: StoredOptions,
+  memo: BashMemo,
 ): void {
   if (!compactionTurn) {
     const provider = text(info.providerID);
@@ -257,6 +261,7 @@ function pushAssistant(
       time: created,
       directory: session.directory ?? null,
       testPatterns: opts.testPatterns,
+      bashMemo: memo,
     };
     const call = fromToolPart(part, ctx);
     if (call) out.push({ kind: "tool", call });
