@@ -348,6 +348,7 @@ export function joinSegments(segs: readonly (readonly string[])[]): string {
 }
 
 const RESPLIT = /[\s'"\\;|]/;
+const DIGIT = /\d/;
 
 /** A word the tokenizer reads back as itself: no blank, quote, backslash, `;` or `|`, each `&` a redirection's. */
 function readsBack(word: string): boolean {
@@ -377,7 +378,10 @@ export function rejoined(segs: string[][], text: string): ParsedCommand | null {
 export function commandNumbers(command: Command, files: readonly string[]): string[] {
   let text = withoutUrls(joinSegments(segments(command)));
   for (const f of [...files].sort((a, b) => b.length - a.length)) text = text.split(f).join(" ");
-  text = text.replace(/(?<!\d)\d*(?:&>>?|[<>]+)(?:&(?:\d+|-))?/g, " ");
+  // Every number is a digit, and every redirection has an angle bracket: most commands skip both passes.
+  if (!DIGIT.test(text)) return [];
+  if (text.includes("<") || text.includes(">"))
+    text = text.replace(/(?<!\d)\d*(?:&>>?|[<>]+)(?:&(?:\d+|-))?/g, " ");
   return [...text.matchAll(/(?<![\w.])\d+(?!\.\d)|(?<=(?:^|\s)-[A-Za-z])\d+/g)].map((m) => m[0]);
 }
 
