@@ -12,6 +12,7 @@ import {
   pipelines,
   redactWord,
   referencedFiles,
+  refersToFile,
   rejoined,
   segments,
   tokenize,
@@ -190,5 +191,19 @@ describe("parseCommand and rejoined", () => {
       const work = workSegments(text);
       expect(rejoined(work, joinSegments(work))).toBeNull();
     }
+  });
+});
+
+describe("refersToFile", () => {
+  it("says whether referencedFiles finds any, URLs and devices not counted", () => {
+    for (const text of [
+      "cat src/a.ts",
+      "x",
+      "2>/dev/null",
+      "https://example.com/a.ts",
+      "1/2",
+      "see ./b.md, then",
+    ])
+      expect(refersToFile(text)).toBe(referencedFiles(text).length > 0);
   });
 });

@@ -313,18 +313,33 @@ const PATHLIKE = new RegExp(
 );
 const URL_WORD = /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/\S+/gi;
 
+/** The text with its URLs blanked (a URL is not a file); only a text with "://" can hold one. */
+function withoutUrls(text: string): string {
+  return text.includes("://") ? text.replace(URL_WORD, " ") : text;
+}
+
+/** A path-like match as a file name, normalized; null when it names no file (a device, arithmetic). */
+function fileOf(match: string): string | null {
+  const p = match.replace(/^\.\//, "").replace(/[.,:;]+$/, "");
+  if (p === "" || p === "." || p === "/" || /^\/?(dev\/null|dev\/stdout|dev\/stderr)$/.test(p)) return null;
+  if (/^\d+(\/\d+)*$/.test(p)) return null; // 1/2 is arithmetic, not a path
+  return p.replace(/\/+$/, "");
+}
+
 /** Files a command refers to, normalized (no ./ prefix) and sorted. URLs are ignored. */
 export function referencedFiles(command: string): string[] {
-  const text = command.replace(URL_WORD, " ");
   const found = new Set<string>();
-  for (const m of text.matchAll(PATHLIKE)) {
-    let p = m[0].replace(/^\.\//, "").replace(/[.,:;]+$/, "");
-    if (p === "" || p === "." || p === "/" || /^\/?(dev\/null|dev\/stdout|dev\/stderr)$/.test(p)) continue;
-    if (/^\d+(\/\d+)*$/.test(p)) continue; // 1/2 is arithmetic, not a path
-    p = p.replace(/\/+$/, "");
-    found.add(p);
+  for (const m of withoutUrls(command).matchAll(PATHLIKE)) {
+    const p = fileOf(m[0]);
+    if (p !== null) found.add(p);
   }
   return [...found].sort();
+}
+
+/** referencedFiles(command).length > 0, without collecting them: stops at the first. */
+export function refersToFile(command: string): boolean {
+  for (const m of withoutUrls(command).matchAll(PATHLIKE)) if (fileOf(m[0]) !== null) return true;
+  return false;
 }
 
 /** Simple commands as one line: words joined by spaces, commands by " ; ". */
@@ -333,6 +348,7 @@ export function joinSegments(segs: readonly (readonly string[])[]): string {
 }
 
 const RESPLIT = /[\s'"\\;|]/;
+const DIGIT = /\d/;
 
 /** A word the tokenizer reads back as itself: no blank, quote, backslash, `;` or `|`, each `&` a redirection's. */
 function readsBack(word: string): boolean {
@@ -360,9 +376,12 @@ export function rejoined(segs: string[][], text: string): ParsedCommand | null {
  * of redirections (`2>&1`, `2>/dev/null`) are not part of the slice.
  */
 export function commandNumbers(command: Command, files: readonly string[]): string[] {
-  let text = joinSegments(segments(command)).replace(URL_WORD, " ");
+  let text = withoutUrls(joinSegments(segments(command)));
   for (const f of [...files].sort((a, b) => b.length - a.length)) text = text.split(f).join(" ");
-  text = text.replace(/(?<!\d)\d*(?:&>>?|[<>]+)(?:&(?:\d+|-))?/g, " ");
+  // Every number is a digit, and every redirection has an angle bracket: most commands skip both passes.
+  if (!DIGIT.test(text)) return [];
+  if (text.includes("<") || text.includes(">"))
+    text = text.replace(/(?<!\d)\d*(?:&>>?|[<>]+)(?:&(?:\d+|-))?/g, " ");
   return [...text.matchAll(/(?<![\w.])\d+(?!\.\d)|(?<=(?:^|\s)-[A-Za-z])\d+/g)].map((m) => m[0]);
 }
 

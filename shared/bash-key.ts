@@ -8,6 +8,7 @@ import {
   joinSegments,
   parsed,
   referencedFiles,
+  refersToFile,
   rejoined,
   workSegments,
 } from "./bash-command.ts";
@@ -62,7 +63,7 @@ function literalWords(words: readonly string[]): string[] {
   for (let i = 1; i < words.length; i++) {
     const w = words[i] as string;
     if (w.startsWith("-") || REDIRECT.test(w) || NUMERIC.test(w) || w === "") continue;
-    if (referencedFiles(w).length > 0) continue;
+    if (refersToFile(w)) continue;
     out.push(w);
   }
   return out;

@@ -44,3 +44,16 @@ describe("outcome of a long answer", () => {
     expect(outcomeHash("completed", 0, changed)).not.toBe(outcomeHash("completed", 0, body));
   });
 });
+
+describe("ids in an answer", () => {
+  it("masks a word of 8 or more lower-case hex characters with a digit, and nothing shorter or wider", () => {
+    expect(maskVolatile("sha 1a2b3c4d and deadbee1 and abcdefab12")).toBe("sha <id> and <id> and <id>");
+    expect(maskVolatile("a1b2c3d short, deadbeefcafe no digit, 1A2B3C4D5E upper, 1a2b3c4dz word")).toBe(
+      "a1b2c3d short, deadbeefcafe no digit, 1A2B3C4D5E upper, 1a2b3c4dz word",
+    );
+  });
+  it("leaves a text without a digit as it is", () => {
+    const text = "no numbers here: only words, deadbeef and 0x";
+    expect(maskVolatile(text)).toBe(text);
+  });
+});

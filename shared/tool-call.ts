@@ -2,15 +2,7 @@
 // ToolCall: hashes, a coarse target and booleans. The arguments and output are
 // read here and dropped; nothing of them is kept but hashes.
 
-import {
-  commandTarget,
-  isCommitCommand,
-  isTestCommand,
-  type ParsedCommand,
-  parseCommand,
-} from "./bash-command.ts";
-import { bashKey } from "./bash-key.ts";
-import { bashWrites } from "./bash-writes.ts";
+import { type BashFacts, type BashMemo, bashFacts, commits, runsTests, textEdit } from "./bash-call.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import { diffChange, editChange } from "./change.ts";
 import { coarsePath } from "./coarse-path.ts";
@@ -33,6 +25,8 @@ export interface CallContext {
   writePrior?: string | null;
   /** For bash: what the live sensor's work-tree probe says the call changed, when it probed. */
   worktree?: WorktreeAnswer | null;
+  /** For bash: the session's commands read so far (shared/bash-call.ts), when the caller keeps them. */
+  bashMemo?: BashMemo | null;
 }
 
 /**
@@ -54,6 +48,7 @@ export function callContext(
     testPatterns: ctx.testPatterns,
     writePrior: ctx.writePrior,
     worktree: ctx.worktree,
+    bashMemo: ctx.bashMemo,
   };
 }
 
@@ -102,26 +97,21 @@ interface Shape {
 
 /**
  * What one call's shape and effect read besides its arguments, worked out
- * once: a bash command parsed (its key, target and landing share the parse)
+ * once: a bash command's facts (its key, target and landing share one parse)
  * and the arguments as canonical JSON (the fingerprint and some keys hash it).
  */
 interface Read {
   /** The tool's name in lower case, and its kind. */
   lower: string;
   kind: ToolKind | undefined;
-  command: ParsedCommand | null;
+  bash: BashFacts | null;
   canonical: string;
 }
 
+/** The shape of any call but bash (whose target and key hash come with its BashFacts). */
 function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext, read: Read): Shape {
   const { lower: t, kind } = read;
   const dir = ctx.directory;
-  if (read.command) {
-    // Reworded commands over the same files and slice collapse to one key
-    // (`cd repo && cat f`, `cat /repo/f`, `cat "f" 2>/dev/null`), while the
-    // program stays in it (`rm f`, `python f` and `cat f` differ).
-    return { target: commandTarget(read.command), key: bashKey(read.command, (p) => coarsePath(p, dir)) };
-  }
   if (t === "invalid") {
     // opencode's stand-in for a call the model sent with bad arguments: the
     // tool it meant and the validation error are all it records.
@@ -188,6 +178,11 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext, read: R
   return { target: tool.slice(0, 64), key: `${t}|${sha256(read.canonical)}` };
 }
 
+/** A shape with its key hashed: the call's nfp. */
+function hashedShape(shape: Shape): { target: string; nfp: string } {
+  return { target: shape.target, nfp: sha256(shape.key) };
+}
+
 function effectOf(
   args: Args,
   meta: Args,
@@ -197,7 +192,7 @@ function effectOf(
   read: Read,
 ) {
   if (status !== "completed") return { effect: "none" as Effect, change: null, write: null };
-  const { kind, command } = read;
+  const { kind, bash } = read;
   if (kind === "edit" || kind === "patch") {
     const diff = str(meta.diff) ?? "";
     if (diff.trim() === "") return { effect: "none" as Effect, change: null, write: null };
@@ -220,17 +215,12 @@ function effectOf(
       write: { path, content, prior: ctx.writePrior, existed },
     };
   }
-  if (command) {
-    if (exit === 0 && isCommitCommand(command))
-      return { effect: "commit" as Effect, change: null, write: null };
-    // A command that edits a work-tree file by its text (shared/bash-writes.ts)
-    // and exits 0 is a change; the same command again changes nothing new.
-    // The live probe, when it answers, judges by the tree instead (landing.ts).
-    const change =
-      exit === 0 && bashWrites(command, ctx.directory).length > 0
-        ? { fwd: sha256(`bash-write\u0000${command.text}`), rev: sha256(`bash-unwrite\u0000${command.text}`) }
-        : null;
-    if (isTestCommand(command, ctx.testPatterns)) return { effect: "test" as Effect, change, write: null };
+  if (bash) {
+    if (exit === 0 && commits(bash)) return { effect: "commit" as Effect, change: null, write: null };
+    // A command that edits a work-tree file by its text and exits 0 is a
+    // change. The live probe, when it answers, judges by the tree instead (landing.ts).
+    const change = exit === 0 ? textEdit(bash, ctx.directory) : null;
+    if (runsTests(bash, ctx.testPatterns)) return { effect: "test" as Effect, change, write: null };
     if (change) return { effect: "change" as Effect, change, write: null };
   }
   return { effect: "none" as Effect, change: null, write: null };
@@ -250,13 +240,13 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ct
   const exit = isBash ? (num(meta.exit) ?? null) : null;
   const timedOut = isBash && "exit" in meta && meta.exit === null;
   const failed = raw.status === "error" || (exit !== null && exit !== 0) || timedOut || lower === "invalid";
-  const read: Read = {
-    lower,
-    kind,
-    command: isBash ? parseCommand(str(args.command) ?? "") : null,
-    canonical: canonicalJson(args),
-  };
-  const shape = shapeOf(raw.tool, args, meta, ctx, read);
+  // Reworded commands over the same files and slice collapse to one key
+  // (`cd repo && cat f`, `cat /repo/f`), while the program stays in it (shared/bash-key.ts).
+  const bash = isBash
+    ? bashFacts(str(args.command) ?? "", ctx.directory, ctx.testPatterns, ctx.bashMemo)
+    : null;
+  const read: Read = { lower, kind, bash, canonical: canonicalJson(args) };
+  const shape = bash ?? hashedShape(shapeOf(raw.tool, args, meta, ctx, read));
   const { effect, change, write } = effectOf(args, meta, raw.status, exit, ctx, read);
   return {
     sessionId: ctx.sessionId,
@@ -265,7 +255,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ct
     tool: raw.tool,
     callId: raw.callId,
     fp: sha256(`${raw.tool}\u0000${read.canonical}`),
-    nfp: sha256(shape.key),
+    nfp: shape.nfp,
     target: shape.target,
     exit,
     failed,

@@ -154,6 +154,11 @@ describe("OpencodeDb", () => {
     w.prepare("UPDATE part SET data = '[1,2]' WHERE id = 'prt_00000000000002'").run();
     w.prepare(`UPDATE part SET data = '{"tool":"read"}' WHERE id = 'prt_00000000000003'`).run();
     w.prepare(`UPDATE message SET data = '{"agent":"build"}' WHERE id = 'msg_00000000000004'`).run();
+    // A part whose message is not there (a writer without foreign keys): never observed, still counted when malformed.
+    w.pragma("foreign_keys = OFF");
+    w.prepare(
+      "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_orphan', 'msg_gone', 'ses_00000000bench', 1, 1, '{oops')",
+    ).run();
     // SQLite keeps a blob in a text column, and text in an integer one.
     w.prepare(
       "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, time_created, time_updated) VALUES ('ses_badparent', 'p', X'2a', 's', '/d', 't', '1', 1, 2)",
@@ -170,7 +175,12 @@ describe("OpencodeDb", () => {
       expect(db.session("ses_badparent")).toBe("malformed");
       expect(db.session("ses_nope")).toBeNull();
       const read = db.messages("ses_00000000bench");
-      expect(read.malformed).toBe(4);
+      expect(read.malformed).toBe(5);
+      const observed = db.observations({ id: "ses_00000000bench", parentId: null }, opts);
+      expect(observed.malformed).toBe(5);
+      expect(observed.observations).toEqual(
+        observationsFromMessages({ id: "ses_00000000bench", parentId: null }, read.messages, opts),
+      );
       // Message 4 is dropped with its part; messages 1 to 3 are kept without their bad parts.
       expect(read.messages).toHaveLength(10);
       expect((read.messages as Stored[]).filter((m) => m.parts.length === 0).map((m) => m.info.id)).toEqual([

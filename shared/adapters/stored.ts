@@ -1,6 +1,7 @@
 // The stored shape -> observations. GET /session/{id}/message, `opencode
 // export` and the opencode.db message/part tables all hold {info, parts}
 // records; live message.part.updated events carry the same part shape.
+import { type BashMemo, bashMemo } from "../bash-call.ts";
 import { isInjectedTurn, isResumeTurn, type TextPartLike, userTextHash } from "../injected.ts";
 import { isRec, num, obj, type Rec, text } from "../read.ts";
 import {
@@ -150,10 +151,32 @@ export function observationsFromMessages(
   messages: readonly StoredMessage[],
   opts: StoredOptions,
 ): Observation[] {
-  const out: Observation[] = [];
-  let agent = "";
-  let resuming = false;
-  for (const m of Array.isArray(messages) ? messages : []) {
+  const observer = new SessionObserver(session, opts);
+  for (const m of Array.isArray(messages) ? messages : []) observer.add(m);
+  return observer.observations;
+}
+
+/**
+ * observationsFromMessages one message at a time, for a loader that reads a
+ * session as it goes: each message's parts can be dropped once added.
+ */
+export class SessionObserver {
+  readonly observations: Observation[] = [];
+  private agent = "";
+  private resuming = false;
+  /** The session's bash commands by text, read once each, dropped with the observer. */
+  private readonly memo: BashMemo;
+
+  constructor(
+    private readonly session: StoredSession,
+    private readonly opts: StoredOptions,
+  ) {
+    this.memo = bashMemo(session.directory ?? null, opts.testPatterns);
+  }
+
+  /** The next message, oldest first. */
+  add(m: unknown): void {
+    const { session, opts, observations: out } = this;
     const info = obj(obj(m).info);
     const parts = Array.isArray(obj(m).parts) ? (obj(m).parts as unknown[]) : [];
     const created = num(obj(info.time).created) ?? 0;
@@ -162,17 +185,16 @@ export function observationsFromMessages(
     // this session's turn, and must not make a read-only agent look like a worker.
     const named = text(info.agent) ?? text(info.mode);
     const compactionTurn = named === "compaction" || info.summary === true;
-    if (named && !compactionTurn) agent = named;
-    const who = agent || "unknown";
+    if (named && !compactionTurn) this.agent = named;
+    const who = this.agent || "unknown";
     if (role === "user") {
-      resuming = pushUser(out, session, who, created, parts, resuming, opts);
-      continue;
+      this.resuming = pushUser(out, session, who, created, parts, this.resuming, opts);
+      return;
     }
-    if (role !== "assistant") continue;
-    if (!compactionTurn) resuming = false;
-    pushAssistant(out, session, who, created, info, parts, compactionTurn, opts);
+    if (role !== "assistant") return;
+    if (!compactionTurn) this.resuming = false;
+    pushAssistant(out, session, who, created, info, parts, compactionTurn, opts, this.memo);
   }
-  return out;
 }
 
 // The steps below take the message's place as plain arguments, not an object:
@@ -221,6 +243,7 @@ function pushAssistant(
   parts: unknown[],
   compactionTurn: boolean,
   opts: StoredOptions,
+  memo: BashMemo,
 ): void {
   if (!compactionTurn) {
     const provider = text(info.providerID);
@@ -257,6 +280,7 @@ function pushAssistant(
       time: created,
       directory: session.directory ?? null,
       testPatterns: opts.testPatterns,
+      bashMemo: memo,
     };
     const call = fromToolPart(part, ctx);
     if (call) out.push({ kind: "tool", call });
