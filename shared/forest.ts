@@ -193,9 +193,9 @@ export class SessionForest {
   /** Re-judges one session; a changed verdict goes to `changes` (its root found only then: this runs per observation). */
   private rejudge(id: string, observed: string, at: number, changes: VerdictChange[]): void {
     const t = this.trackers.get(id);
-    if (!t) return;
-    const signals = t.signals();
-    const j = t.evaluate(signals);
+    // Unchanged since judged (an ancestor of a session that only made a call): the verdict stands.
+    if (!t?.changedSinceJudged) return;
+    const j = t.evaluate(t.signalsToJudge());
     if (j.verdict !== t.lastVerdict.verdict) {
       changes.push({
         sessionId: id,
@@ -205,7 +205,8 @@ export class SessionForest {
         previous: t.lastVerdict.verdict,
         verdict: j.verdict,
         reason: j.reason,
-        signals,
+        // a copy to keep: the judged one is reused
+        signals: t.signals(),
         at,
       });
     }

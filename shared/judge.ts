@@ -40,31 +40,45 @@ function stalled(since: number, usd: number, lvl: Level): boolean {
   return since >= lvl.turns || (lvl.usd > 0 && usd >= lvl.usd);
 }
 
+/** Both levels of a thresholds object, made once: judge() runs per observation (thresholds are replaced, never changed in place). */
+const levelCache = new WeakMap<Thresholds, { loop: Level; warn: Level }>();
+
+function levelsOf(t: Thresholds): { loop: Level; warn: Level } {
+  let l = levelCache.get(t);
+  if (!l) {
+    l = {
+      loop: {
+        turns: t.loop_turns,
+        usd: t.loop_usd,
+        dup: t.dup_loop,
+        fail: t.fail_loop,
+        top: t.top_loop,
+        row: t.row_loop,
+        cycle: t.cycle_loop,
+        retrace: t.retrace_loop,
+        flip: t.flip_loop,
+      },
+      warn: {
+        turns: t.stall_turns,
+        usd: t.stall_usd,
+        dup: t.dup_warn,
+        fail: t.fail_warn,
+        top: t.top_warn,
+        row: t.row_warn,
+        cycle: t.cycle_warn,
+        retrace: t.retrace_warn,
+        flip: t.flip_warn,
+      },
+    };
+    levelCache.set(t, l);
+  }
+  return l;
+}
+
 function judgeWorker(s: Signals, t: Thresholds): Judgement {
   const since = sinceLanded(s);
   const usd = s.usdSinceLanded;
-  const loopLvl = {
-    turns: t.loop_turns,
-    usd: t.loop_usd,
-    dup: t.dup_loop,
-    fail: t.fail_loop,
-    top: t.top_loop,
-    row: t.row_loop,
-    cycle: t.cycle_loop,
-    retrace: t.retrace_loop,
-    flip: t.flip_loop,
-  };
-  const warnLvl = {
-    turns: t.stall_turns,
-    usd: t.stall_usd,
-    dup: t.dup_warn,
-    fail: t.fail_warn,
-    top: t.top_warn,
-    row: t.row_warn,
-    cycle: t.cycle_warn,
-    retrace: t.retrace_warn,
-    flip: t.flip_warn,
-  };
+  const { loop: loopLvl, warn: warnLvl } = levelsOf(t);
   if (stalled(since, usd, loopLvl)) {
     const why = repetition(s, t, loopLvl);
     if (why) return { verdict: "looping", reason: why };

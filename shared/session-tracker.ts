@@ -6,9 +6,7 @@
 // counts. Memory is bounded however long the session runs: the window holds
 // N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
-import { bump, maxEntry } from "./counts.ts";
-import { CycleTracker } from "./cycle.ts";
-import { FailStreaks } from "./fail-streaks.ts";
+import { CallWindow, type Label, repeat } from "./call-window.ts";
 import { judge } from "./judge.ts";
 import { LandingMemory } from "./landing.ts";
 import type { Policy } from "./policy.ts";
@@ -26,40 +24,6 @@ import {
   VERDICT_RANK,
 } from "./types.ts";
 
-interface Slot {
-  seq: number;
-  fp: string;
-  nfp: string;
-  /** The normalized call with its answer: equal keys are the same call with the same result. */
-  same: string;
-  targetKey: string;
-  tool: string;
-  target: string;
-  failed: boolean;
-  novel: boolean;
-  reverted: boolean;
-}
-
-interface Label {
-  tool: string;
-  target: string;
-}
-
-type WindowSignals = Pick<
-  Signals,
-  | "failStreak"
-  | "failTarget"
-  | "busiestTarget"
-  | "busiestTargetCount"
-  | "topRepeat"
-  | "topSame"
-  | "cumRepeat"
-  | "cycle"
-  | "inARow"
-  | "retrace"
-  | "mostRepeated"
->;
-
 /** Consecutive novel, successful calls that clear a read-only agent's flag. */
 const RO_CLEAR_RUN = 5;
 /**
@@ -70,41 +34,74 @@ const RO_CLEAR_RUN = 5;
  */
 const WEAK = 0.25;
 
-/** A repeat worth reporting (seen more than once); module level, not a closure per signals() call. */
-function repeat(label: Label | undefined, count: number): RepeatInfo | null {
-  return label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
+/** Signals with every field at rest, in the order signals() hands them out. */
+function blankSignals(): Signals {
+  return {
+    calls: 0,
+    landed: 0,
+    turns: 0,
+    failures: 0,
+    callsSinceLanded: 0,
+    turnsSinceLanded: 0,
+    usdSinceLanded: 0,
+    promptTokensSinceLanded: 0,
+    usdTotal: 0,
+    windowSize: 0,
+    dupShare: 0,
+    ndupShare: 0,
+    sameShare: 0,
+    repeatShare: 0,
+    failStreak: 0,
+    failTarget: null,
+    contextTokens: 0,
+    maxContextTokens: 0,
+    busiestTarget: null,
+    busiestTargetCount: 0,
+    topRepeat: null,
+    topSame: null,
+    cumRepeat: null,
+    cycle: null,
+    inARow: null,
+    retrace: null,
+    mostRepeated: [],
+    novelty: 1,
+    callsSinceNovel: 0,
+    injectedSinceLanded: 0,
+    injectedTotal: 0,
+    flipFlops: 0,
+    compactions: 0,
+    lastLandedAt: null,
+    readOnly: false,
+  };
 }
 
 export class SessionTracker {
   parentId: string | null;
-  agent: string;
   lastActivity = 0;
-  /** The verdict last handed out by evaluate(), for transition detection by the owner. */
-  lastVerdict: Judgement = { verdict: "ok", reason: null };
 
-  private readonly ring: Array<Slot | undefined>;
-  private head = 0;
-  private size = 0;
-  private seq = 0;
-  private readonly fpCount = new Map<string, number>();
-  private readonly nfpCount = new Map<string, number>();
-  private readonly sameCount = new Map<string, number>();
-  private readonly targetCount = new Map<string, number>();
-  private readonly labels = new Map<string, Label>();
-  private readonly streaks = new FailStreaks();
-  private readonly cycle = new CycleTracker();
+  private agentSlug: string;
+  /** Whether the agent is read-only, kept with the agent (judging asks on every observation). */
+  private ro: boolean;
+  private judgement: Judgement = { verdict: "ok", reason: null };
+  /** Bumped by every change to what signals() or evaluate() read; judgedVersion is the one lastVerdict was set at. */
+  private version = 0;
+  private judgedVersion = -1;
+
+  private readonly window: CallWindow;
   private readonly landing = new LandingMemory();
   private readonly seenTargets = new BoundedMap<string, true>(4096);
   private readonly usageSeen = new BoundedMap<string, true>(256);
   private readonly userTexts = new BoundedMap<string, true>(64);
-  private readonly cumSinceLanded = new TopK<Label>(32);
-  private readonly sessionTop = new TopK<Label>(32);
-  /** Bumped by every change to the window, its maps or the top-k (see windowSignals). */
-  private windowVersion = 0;
-  private cachedAt = -1;
-  private cached: WindowSignals | null = null;
-  private novelInWindow = 0;
-  private revertedInWindow = 0;
+  /** Both report repeats only (a call seen once is never shown), so a stream of new calls leaves their answer alone. */
+  private readonly cumSinceLanded = new TopK<Label>(32, { atLeast: 2 });
+  private readonly sessionTop = new TopK<Label>(32, { atLeast: 2 });
+  /** cumRepeat and mostRepeated, each made again only when its top-k's answer changed. */
+  private cumRepeat: RepeatInfo | null = null;
+  private cumAt = -1;
+  private mostRepeated: RepeatInfo[] = [];
+  private mostAt = -1;
+  /** The signals judged on every observation, written in place (signals() hands out fresh ones). */
+  private readonly scratch = blankSignals();
 
   private calls = 0;
   private landed = 0;
@@ -132,23 +129,54 @@ export class SessionTracker {
     private readonly policy: Policy,
   ) {
     this.parentId = parentId;
-    this.agent = agent;
-    this.ring = new Array(policy.thresholds.window);
+    this.agentSlug = agent;
+    this.ro = policy.readOnlyAgents.has(agent);
+    this.window = new CallWindow(policy.thresholds.window);
+  }
+
+  /** The agent's slug; a change can change the verdict (read-only agents are judged apart). */
+  get agent(): string {
+    return this.agentSlug;
+  }
+
+  set agent(slug: string) {
+    if (slug === this.agentSlug) return;
+    this.agentSlug = slug;
+    this.ro = this.policy.readOnlyAgents.has(slug);
+    this.version++;
+  }
+
+  /** The verdict last handed out by evaluate(), for transition detection by the owner. */
+  get lastVerdict(): Judgement {
+    return this.judgement;
+  }
+
+  set lastVerdict(j: Judgement) {
+    this.judgement = j;
+    this.judgedVersion = this.version;
+  }
+
+  /**
+   * Whether anything evaluate() reads changed since lastVerdict was set. When
+   * not, evaluate() would answer lastVerdict again (it is idempotent on one
+   * state), so an owner may skip it: an ancestor of a session that only made
+   * a call, most of the time.
+   */
+  get changedSinceJudged(): boolean {
+    return this.version !== this.judgedVersion;
   }
 
   get readOnly(): boolean {
-    return this.policy.readOnlyAgents.has(this.agent);
+    return this.ro;
   }
 
   /** Records a finished tool call and decides whether it landed. */
   recordCall(call: ToolCall): ToolEvent {
-    this.windowVersion++;
+    this.version++;
     this.touch(call.time);
-    this.seq++;
     const { landed, reverted } = this.landing.decide(call);
     const targetKey = `${call.tool}\u0000${call.target}`;
-    const novel = !this.seenTargets.has(targetKey);
-    this.seenTargets.set(targetKey, true);
+    const novel = !this.seenTargets.mark(targetKey, true);
     const same = `${call.nfp}\u0000${call.outcome ?? ""}`;
 
     this.calls++;
@@ -162,8 +190,7 @@ export class SessionTracker {
       this.landed++;
       this.markLanded(call.time);
     } else {
-      this.push({
-        seq: this.seq,
+      this.window.push({
         fp: call.fp,
         nfp: call.nfp,
         same,
@@ -174,38 +201,10 @@ export class SessionTracker {
         novel,
         reverted,
       });
-      this.streaks.record(call.fp, call.nfp, call.failed);
-      this.cycle.push(same, call.tool, call.target);
       this.callsSinceLanded++;
       this.cumSinceLanded.add(same, label);
     }
     return toolEvent(call, landed, reverted, novel);
-  }
-
-  private push(slot: Slot): void {
-    const cap = this.ring.length;
-    if (this.size === cap) {
-      const old = this.ring[this.head] as Slot;
-      bump(this.fpCount, old.fp, -1);
-      bump(this.nfpCount, old.nfp, -1);
-      bump(this.sameCount, old.same, -1);
-      bump(this.targetCount, old.targetKey, -1);
-      if (!this.nfpCount.has(old.nfp)) this.labels.delete(old.nfp);
-      if (!this.fpCount.has(old.fp)) this.streaks.forget(old.fp);
-      if (old.novel) this.novelInWindow--;
-      if (old.reverted) this.revertedInWindow--;
-    } else {
-      this.size++;
-    }
-    this.ring[this.head] = slot;
-    this.head = (this.head + 1) % cap;
-    bump(this.fpCount, slot.fp, 1);
-    bump(this.nfpCount, slot.nfp, 1);
-    bump(this.sameCount, slot.same, 1);
-    bump(this.targetCount, slot.targetKey, 1);
-    this.labels.set(slot.nfp, { tool: slot.tool, target: slot.target });
-    if (slot.novel) this.novelInWindow++;
-    if (slot.reverted) this.revertedInWindow++;
   }
 
   private markLanded(time: number): void {
@@ -219,19 +218,8 @@ export class SessionTracker {
    * streaks and the counts since landed start over, and a flag is lifted.
    */
   private newStretch(): void {
-    this.windowVersion++;
-    this.ring.fill(undefined);
-    this.head = 0;
-    this.size = 0;
-    this.fpCount.clear();
-    this.nfpCount.clear();
-    this.sameCount.clear();
-    this.targetCount.clear();
-    this.labels.clear();
-    this.streaks.clear();
-    this.cycle.reset();
-    this.novelInWindow = 0;
-    this.revertedInWindow = 0;
+    this.version++;
+    this.window.clear();
     this.callsSinceLanded = 0;
     this.turnsSinceLanded = 0;
     this.usdSinceLanded = 0;
@@ -247,12 +235,14 @@ export class SessionTracker {
   }
 
   recordTurn(turn: TurnObservation): void {
+    this.version++;
     this.touch(turn.time);
     this.turns++;
     this.turnsSinceLanded++;
   }
 
   descendantTurn(): void {
+    this.version++;
     this.turnsSinceLanded++;
   }
 
@@ -275,6 +265,7 @@ export class SessionTracker {
   }
 
   private addSpend(costUsd: number, promptTokens: number): void {
+    this.version++;
     this.usdSinceLanded += costUsd;
     this.promptTokensSinceLanded += promptTokens;
   }
@@ -284,9 +275,9 @@ export class SessionTracker {
    * (new words, not a nudge sent again) starts a new stretch.
    */
   recordUser(u: UserObservation): void {
+    this.version++;
     this.touch(u.time);
-    const repeated = !!u.textHash && this.userTexts.has(u.textHash);
-    if (u.textHash) this.userTexts.set(u.textHash, true);
+    const repeated = !!u.textHash && this.userTexts.mark(u.textHash, true);
     if (u.injected || repeated) {
       this.injectedSinceLanded++;
       this.injectedTotal++;
@@ -297,6 +288,7 @@ export class SessionTracker {
   }
 
   recordCompaction(time: number): void {
+    this.version++;
     this.touch(time);
     this.compactions++;
   }
@@ -305,83 +297,79 @@ export class SessionTracker {
     if (time > this.lastActivity) this.lastActivity = time;
   }
 
-  /**
-   * The signals that only a tool call (or a landed change) can move: maxima over
-   * the window's maps and the top-k. Cached until the next call or landing, so a
-   * turn or usage observation (two of every three) does not rescan them.
-   */
-  private windowSignals(): WindowSignals {
-    if (this.cached && this.cachedAt === this.windowVersion) return this.cached;
-    const busiest = maxEntry(this.targetCount);
-    const topNfp = maxEntry(this.nfpCount);
-    const topSame = maxEntry(this.sameCount);
-    const streak = this.streaks.max();
-    const cum = this.cumSinceLanded.max();
-    const topLabel = this.labelOf(topNfp?.[0]);
-    this.cached = {
-      failStreak: streak?.count ?? 0,
-      failTarget: streak ? (this.labelOf(streak.nfp)?.target ?? null) : null,
-      busiestTarget: busiest ? (busiest[0].split("\u0000")[1] ?? null) : null,
-      busiestTargetCount: busiest?.[1] ?? 0,
-      topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
-      topSame: topSame ? repeat(this.labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
-      cumRepeat: cum ? repeat(cum.label, cum.count) : null,
-      cycle: this.cycle.current(),
-      inARow: this.cycle.row(),
-      retrace: this.cycle.retrace(),
-      mostRepeated: this.sessionTop
-        .top(3)
-        .filter((e) => e.count > 1)
-        .map((e) => ({ tool: e.label.tool, target: e.label.target, count: e.count })),
-    };
-    this.cachedAt = this.windowVersion;
-    return this.cached;
+  /** The whole-session repeat since landed; made again only when the top-k's answer changed. */
+  private cumRepeatNow(): RepeatInfo | null {
+    if (this.cumAt !== this.cumSinceLanded.revision) {
+      const cum = this.cumSinceLanded.max();
+      this.cumRepeat = cum ? repeat(cum.label, cum.count) : null;
+      this.cumAt = this.cumSinceLanded.revision;
+    }
+    return this.cumRepeat;
   }
 
-  private labelOf(key: string | undefined): Label | undefined {
-    return key ? this.labels.get(key) : undefined;
+  private mostRepeatedNow(): RepeatInfo[] {
+    if (this.mostAt !== this.sessionTop.revision) {
+      this.mostRepeated = this.sessionTop
+        .top(3)
+        .filter((e) => e.count > 1)
+        .map((e) => ({ tool: e.label.tool, target: e.label.target, count: e.count }));
+      this.mostAt = this.sessionTop.revision;
+    }
+    return this.mostRepeated;
   }
 
   signals(): Signals {
-    const n = this.size;
-    const w = this.windowSignals();
-    return {
-      calls: this.calls,
-      landed: this.landed,
-      turns: this.turns,
-      failures: this.failures,
-      callsSinceLanded: this.callsSinceLanded,
-      turnsSinceLanded: this.turnsSinceLanded,
-      usdSinceLanded: this.usdSinceLanded,
-      promptTokensSinceLanded: this.promptTokensSinceLanded,
-      usdTotal: this.usdTotal,
-      windowSize: n,
-      dupShare: n ? 1 - this.fpCount.size / n : 0,
-      ndupShare: n ? 1 - this.nfpCount.size / n : 0,
-      sameShare: n ? 1 - this.sameCount.size / n : 0,
-      repeatShare: n ? (1 - this.sameCount.size / n) * (1 - WEAK) + (1 - this.nfpCount.size / n) * WEAK : 0,
-      failStreak: w.failStreak,
-      failTarget: w.failTarget,
-      contextTokens: this.contextTokens,
-      maxContextTokens: this.maxContextTokens,
-      busiestTarget: w.busiestTarget,
-      busiestTargetCount: w.busiestTargetCount,
-      topRepeat: w.topRepeat,
-      topSame: w.topSame,
-      cumRepeat: w.cumRepeat,
-      cycle: w.cycle,
-      inARow: w.inARow,
-      retrace: w.retrace,
-      mostRepeated: [...w.mostRepeated],
-      novelty: n ? this.novelInWindow / n : 1,
-      callsSinceNovel: this.callsSinceNovel,
-      injectedSinceLanded: this.injectedSinceLanded,
-      injectedTotal: this.injectedTotal,
-      flipFlops: this.revertedInWindow,
-      compactions: this.compactions,
-      lastLandedAt: this.lastLandedAt,
-      readOnly: this.readOnly,
-    };
+    return this.write(blankSignals(), [...this.mostRepeatedNow()]);
+  }
+
+  /**
+   * The signals for judging now, in one object reused by every call: valid
+   * until the tracker changes, not to be kept (signals() is the one to keep).
+   */
+  signalsToJudge(): Signals {
+    return this.write(this.scratch, this.mostRepeatedNow());
+  }
+
+  private write(s: Signals, mostRepeated: RepeatInfo[]): Signals {
+    const w = this.window;
+    const n = w.size;
+    const r = w.repeats();
+    s.calls = this.calls;
+    s.landed = this.landed;
+    s.turns = this.turns;
+    s.failures = this.failures;
+    s.callsSinceLanded = this.callsSinceLanded;
+    s.turnsSinceLanded = this.turnsSinceLanded;
+    s.usdSinceLanded = this.usdSinceLanded;
+    s.promptTokensSinceLanded = this.promptTokensSinceLanded;
+    s.usdTotal = this.usdTotal;
+    s.windowSize = n;
+    s.dupShare = n ? 1 - w.distinctFp / n : 0;
+    s.ndupShare = n ? 1 - w.distinctNfp / n : 0;
+    s.sameShare = n ? 1 - w.distinctSame / n : 0;
+    s.repeatShare = n ? (1 - w.distinctSame / n) * (1 - WEAK) + (1 - w.distinctNfp / n) * WEAK : 0;
+    s.failStreak = r.failStreak;
+    s.failTarget = r.failTarget;
+    s.contextTokens = this.contextTokens;
+    s.maxContextTokens = this.maxContextTokens;
+    s.busiestTarget = r.busiestTarget;
+    s.busiestTargetCount = r.busiestTargetCount;
+    s.topRepeat = r.topRepeat;
+    s.topSame = r.topSame;
+    s.cumRepeat = this.cumRepeatNow();
+    s.cycle = r.cycle;
+    s.inARow = r.inARow;
+    s.retrace = r.retrace;
+    s.mostRepeated = mostRepeated;
+    s.novelty = n ? w.novel / n : 1;
+    s.callsSinceNovel = this.callsSinceNovel;
+    s.injectedSinceLanded = this.injectedSinceLanded;
+    s.injectedTotal = this.injectedTotal;
+    s.flipFlops = w.reverted;
+    s.compactions = this.compactions;
+    s.lastLandedAt = this.lastLandedAt;
+    s.readOnly = this.readOnly;
+    return s;
   }
 
   /**
