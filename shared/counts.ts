@@ -40,8 +40,8 @@ export interface Tally<P> {
  */
 export class Counter<P> {
   private readonly map = new Map<string, Tally<P>>();
-  /** byCount[c]: keys counted c times. */
-  private readonly byCount: number[] = [0];
+  /** byCount[c]: keys counted c times (grown as counts grow, never holey). */
+  private readonly byCount: number[] = new Array(64).fill(0);
   private top = 0;
   private orders = 0;
   private leader: Tally<P> | null = null;
@@ -62,8 +62,10 @@ export class Counter<P> {
       t = { key, n: 1, note, order: this.orders++ };
       this.map.set(key, t);
     }
-    if (t.n > 1) this.byCount[t.n - 1] = (this.byCount[t.n - 1] ?? 1) - 1;
-    this.byCount[t.n] = (this.byCount[t.n] ?? 0) + 1;
+    const counts = this.byCount;
+    if (t.n >= counts.length) counts.push(0);
+    if (t.n > 1) counts[t.n - 1] = (counts[t.n - 1] as number) - 1;
+    counts[t.n] = (counts[t.n] as number) + 1;
     if (t.n > this.top) this.top = t.n;
     const lead = this.leader;
     if (lead && t !== lead && (t.n > lead.n || (t.n === lead.n && t.order < lead.order))) this.leader = t;
@@ -73,9 +75,10 @@ export class Counter<P> {
   remove(key: string): void {
     const t = this.map.get(key);
     if (!t) return;
-    this.byCount[t.n] = (this.byCount[t.n] ?? 1) - 1;
+    const counts = this.byCount;
+    counts[t.n] = (counts[t.n] as number) - 1;
     t.n--;
-    if (t.n > 0) this.byCount[t.n] = (this.byCount[t.n] ?? 0) + 1;
+    if (t.n > 0) counts[t.n] = (counts[t.n] as number) + 1;
     else this.map.delete(key);
     // the histogram moves by one: the top count falls by at most one
     if (this.byCount[this.top] === 0) this.top--;
@@ -85,7 +88,7 @@ export class Counter<P> {
 
   clear(): void {
     this.map.clear();
-    this.byCount.length = 1;
+    for (let c = 1; c <= this.top; c++) this.byCount[c] = 0;
     this.top = 0;
     this.leader = null;
   }

@@ -40,10 +40,17 @@ function stalled(since: number, usd: number, lvl: Level): boolean {
   return since >= lvl.turns || (lvl.usd > 0 && usd >= lvl.usd);
 }
 
+/** The verdict of most observations, one object (frozen: it is shared). */
+const OK: Judgement = Object.freeze({ verdict: "ok", reason: null });
+
 /** Both levels of a thresholds object, made once: judge() runs per observation (thresholds are replaced, never changed in place). */
 const levelCache = new WeakMap<Thresholds, { loop: Level; warn: Level }>();
+/** The last thresholds asked for and their levels: one replay or one plugin asks for the same ones every time. */
+let lastThresholds: Thresholds | null = null;
+let lastLevels: { loop: Level; warn: Level } | null = null;
 
 function levelsOf(t: Thresholds): { loop: Level; warn: Level } {
+  if (t === lastThresholds && lastLevels) return lastLevels;
   let l = levelCache.get(t);
   if (!l) {
     l = {
@@ -72,6 +79,8 @@ function levelsOf(t: Thresholds): { loop: Level; warn: Level } {
     };
     levelCache.set(t, l);
   }
+  lastThresholds = t;
+  lastLevels = l;
   return l;
 }
 
@@ -91,7 +100,7 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
   if (s.cumRepeat && s.cumRepeat.count >= t.cum_warn) return { verdict: "stalling", reason: "whole_session" };
   if (since >= t.ceiling_turns || (t.ceiling_usd > 0 && usd >= t.ceiling_usd))
     return { verdict: "stalling", reason: "ceiling" };
-  return { verdict: "ok", reason: null };
+  return OK;
 }
 
 /**
@@ -114,7 +123,7 @@ function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
   if (s.windowSize >= t.window && s.novelty < t.novelty_ro_warn)
     return { verdict: "stalling", reason: "read_only_novelty" };
   if (s.callsSinceNovel >= t.ceiling_turns) return { verdict: "stalling", reason: "ceiling" };
-  return { verdict: "ok", reason: null };
+  return OK;
 }
 
 export function judge(s: Signals, t: Thresholds): Judgement {

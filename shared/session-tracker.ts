@@ -6,7 +6,7 @@
 // counts. Memory is bounded however long the session runs: the window holds
 // N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
-import { CallWindow, type Label, repeat } from "./call-window.ts";
+import { CallWindow, type Label, repeat, type WindowCall } from "./call-window.ts";
 import { judge } from "./judge.ts";
 import { LandingMemory } from "./landing.ts";
 import type { Policy } from "./policy.ts";
@@ -177,32 +177,32 @@ export class SessionTracker {
     const { landed, reverted } = this.landing.decide(call);
     const targetKey = `${call.tool}\u0000${call.target}`;
     const novel = !this.seenTargets.mark(targetKey, true);
-    const same = `${call.nfp}\u0000${call.outcome ?? ""}`;
+    // The window's record of the call, and its label in the top-k counts.
+    const slot: WindowCall = {
+      fp: call.fp,
+      nfp: call.nfp,
+      same: `${call.nfp}\u0000${call.outcome ?? ""}`,
+      targetKey,
+      tool: call.tool,
+      target: call.target,
+      failed: call.failed,
+      novel,
+      reverted,
+    };
 
     this.calls++;
     if (call.failed) this.failures++;
     this.callsSinceNovel = novel ? 0 : this.callsSinceNovel + 1;
     this.novelRun = novel && !call.failed ? this.novelRun + 1 : 0;
-    const label = { tool: call.tool, target: call.target };
-    this.sessionTop.add(call.nfp, label);
+    this.sessionTop.add(call.nfp, slot);
     if (landed) {
       // The landing ends the stretch: it is not evidence in the next one.
       this.landed++;
       this.markLanded(call.time);
     } else {
-      this.window.push({
-        fp: call.fp,
-        nfp: call.nfp,
-        same,
-        targetKey,
-        tool: call.tool,
-        target: call.target,
-        failed: call.failed,
-        novel,
-        reverted,
-      });
+      this.window.push(slot);
       this.callsSinceLanded++;
-      this.cumSinceLanded.add(same, label);
+      this.cumSinceLanded.add(slot.same, slot);
     }
     return toolEvent(call, landed, reverted, novel);
   }
