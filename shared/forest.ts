@@ -32,6 +32,7 @@ export interface ForestOptions {
 
 const MAX_DEPTH = 32;
 const NO_CHANGES: readonly VerdictChange[] = Object.freeze([]);
+const NO_TRACKERS: readonly SessionTracker[] = Object.freeze([]);
 
 export class SessionForest {
   private readonly trackers = new Map<string, SessionTracker>();
@@ -127,7 +128,9 @@ export class SessionForest {
     return gone;
   }
 
-  private ancestorTrackers(sessionId: string): SessionTracker[] {
+  private ancestorTrackers(sessionId: string): readonly SessionTracker[] {
+    // a root (most observations) makes no list
+    if (!this.parentOf(sessionId)) return NO_TRACKERS;
     const out: SessionTracker[] = [];
     for (const id of this.ancestors(sessionId)) {
       const t = this.trackers.get(id);
@@ -189,9 +192,11 @@ export class SessionForest {
     let changes: VerdictChange[] | null = null;
     const own = this.rejudge(sessionId, sessionId, at);
     if (own) changes = [own];
-    for (const id of this.ancestors(sessionId)) {
-      const c = this.rejudge(id, sessionId, at);
-      if (c) (changes ??= []).push(c);
+    if (this.parentOf(sessionId)) {
+      for (const id of this.ancestors(sessionId)) {
+        const c = this.rejudge(id, sessionId, at);
+        if (c) (changes ??= []).push(c);
+      }
     }
     return changes ?? NO_CHANGES;
   }

@@ -4,6 +4,28 @@
 import type { Thresholds } from "./config.ts";
 import type { FlagReason, Judgement, Signals } from "./types.ts";
 
+/** What a verdict reads of the signals (a tracker judges on every observation and writes only these). */
+export type JudgeInput = Pick<
+  Signals,
+  | "turns"
+  | "turnsSinceLanded"
+  | "callsSinceLanded"
+  | "usdSinceLanded"
+  | "windowSize"
+  | "repeatShare"
+  | "failStreak"
+  | "flipFlops"
+  | "topSame"
+  | "inARow"
+  | "cycle"
+  | "retrace"
+  | "cumRepeat"
+  | "injectedSinceLanded"
+  | "novelty"
+  | "callsSinceNovel"
+  | "readOnly"
+>;
+
 interface Level {
   turns: number;
   usd: number;
@@ -17,7 +39,7 @@ interface Level {
 }
 
 /** The repetition signal that holds at this level, in order of how telling it is. */
-function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
+function repetition(s: JudgeInput, t: Thresholds, lvl: Level): FlagReason | null {
   if (s.failStreak >= lvl.fail) return "fail_streak";
   if (s.flipFlops >= lvl.flip) return "flip_flop";
   if (s.topSame && s.topSame.count >= lvl.top) return "repeat_target";
@@ -31,7 +53,7 @@ function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
 }
 
 /** Turns since landed, or calls where no turns were observed (a source without request records). */
-export function sinceLanded(s: Signals): number {
+export function sinceLanded(s: JudgeInput): number {
   return s.turns > 0 ? s.turnsSinceLanded : s.callsSinceLanded;
 }
 
@@ -84,7 +106,7 @@ function levelsOf(t: Thresholds): { loop: Level; warn: Level } {
   return l;
 }
 
-function judgeWorker(s: Signals, t: Thresholds): Judgement {
+function judgeWorker(s: JudgeInput, t: Thresholds): Judgement {
   const since = sinceLanded(s);
   const usd = s.usdSinceLanded;
   const { loop: loopLvl, warn: warnLvl } = levelsOf(t);
@@ -108,7 +130,7 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
  * target novelty. Their whole-session count never restarts, so that rule
  * asks for as many repeats as the window rule's looping level.
  */
-function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
+function judgeReadOnly(s: JudgeInput, t: Thresholds): Judgement {
   const top = s.topSame?.count ?? 0;
   const cum = s.cumRepeat?.count ?? 0;
   if (s.failStreak >= t.fail_loop) return { verdict: "looping", reason: "read_only_failures" };
@@ -126,6 +148,6 @@ function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
   return OK;
 }
 
-export function judge(s: Signals, t: Thresholds): Judgement {
+export function judge(s: JudgeInput, t: Thresholds): Judgement {
   return s.readOnly ? judgeReadOnly(s, t) : judgeWorker(s, t);
 }

@@ -7,7 +7,7 @@
 // N slots, every other map is capped.
 import { BoundedMap } from "./bounded-map.ts";
 import { CallWindow, type Label, repeat, type WindowCall } from "./call-window.ts";
-import { judge } from "./judge.ts";
+import { type JudgeInput, judge } from "./judge.ts";
 import { LandingMemory } from "./landing.ts";
 import type { Policy } from "./policy.ts";
 import { toolEvent } from "./tool-event.ts";
@@ -100,8 +100,8 @@ export class SessionTracker {
   private cumAt = -1;
   private mostRepeated: RepeatInfo[] = [];
   private mostAt = -1;
-  /** The signals judged on every observation, written in place (signals() hands out fresh ones). */
-  private readonly scratch = blankSignals();
+  /** What is judged on every observation, written in place (signals() hands out fresh ones). */
+  private readonly scratch: JudgeInput = blankSignals();
 
   private calls = 0;
   private landed = 0;
@@ -323,52 +323,61 @@ export class SessionTracker {
   }
 
   /**
-   * The signals for judging now, in one object reused by every call: valid
+   * What the verdict reads now, in one object reused by every call: valid
    * until the tracker changes, not to be kept (signals() is the one to keep).
    */
-  signalsToJudge(): Signals {
-    return this.write(this.scratch, this.mostRepeatedNow());
+  signalsToJudge(): JudgeInput {
+    return this.writeJudged(this.scratch);
   }
 
+  private writeJudged(s: JudgeInput): JudgeInput {
+    const w = this.window;
+    const n = w.size;
+    const r = w.repeats();
+    s.turns = this.turns;
+    s.turnsSinceLanded = this.turnsSinceLanded;
+    s.callsSinceLanded = this.callsSinceLanded;
+    s.usdSinceLanded = this.usdSinceLanded;
+    s.windowSize = n;
+    s.repeatShare = n ? (1 - w.distinctSame / n) * (1 - WEAK) + (1 - w.distinctNfp / n) * WEAK : 0;
+    s.failStreak = r.failStreak;
+    s.flipFlops = w.reverted;
+    s.topSame = r.topSame;
+    s.inARow = r.inARow;
+    s.cycle = r.cycle;
+    s.retrace = r.retrace;
+    s.cumRepeat = this.cumRepeatNow();
+    s.injectedSinceLanded = this.injectedSinceLanded;
+    s.novelty = n ? w.novel / n : 1;
+    s.callsSinceNovel = this.callsSinceNovel;
+    s.readOnly = this.readOnly;
+    return s;
+  }
+
+  /** Every signal: what the verdict reads, and the rest for the report. */
   private write(s: Signals, mostRepeated: RepeatInfo[]): Signals {
+    this.writeJudged(s);
     const w = this.window;
     const n = w.size;
     const r = w.repeats();
     s.calls = this.calls;
     s.landed = this.landed;
-    s.turns = this.turns;
     s.failures = this.failures;
-    s.callsSinceLanded = this.callsSinceLanded;
-    s.turnsSinceLanded = this.turnsSinceLanded;
-    s.usdSinceLanded = this.usdSinceLanded;
     s.promptTokensSinceLanded = this.promptTokensSinceLanded;
     s.usdTotal = this.usdTotal;
-    s.windowSize = n;
     s.dupShare = n ? 1 - w.distinctFp / n : 0;
     s.ndupShare = n ? 1 - w.distinctNfp / n : 0;
     s.sameShare = n ? 1 - w.distinctSame / n : 0;
-    s.repeatShare = n ? (1 - w.distinctSame / n) * (1 - WEAK) + (1 - w.distinctNfp / n) * WEAK : 0;
-    s.failStreak = r.failStreak;
     s.failTarget = r.failTarget;
     s.contextTokens = this.contextTokens;
     s.maxContextTokens = this.maxContextTokens;
     s.busiestTarget = r.busiestTarget;
     s.busiestTargetCount = r.busiestTargetCount;
     s.topRepeat = r.topRepeat;
-    s.topSame = r.topSame;
-    s.cumRepeat = this.cumRepeatNow();
-    s.cycle = r.cycle;
-    s.inARow = r.inARow;
-    s.retrace = r.retrace;
     s.mostRepeated = mostRepeated;
-    s.novelty = n ? w.novel / n : 1;
-    s.callsSinceNovel = this.callsSinceNovel;
-    s.injectedSinceLanded = this.injectedSinceLanded;
     s.injectedTotal = this.injectedTotal;
-    s.flipFlops = w.reverted;
     s.compactions = this.compactions;
     s.lastLandedAt = this.lastLandedAt;
-    s.readOnly = this.readOnly;
     return s;
   }
 
@@ -377,7 +386,7 @@ export class SessionTracker {
    * agent: until it explores new targets again), so a session that is still
    * stuck does not flap between ok and stalling.
    */
-  evaluate(signals: Signals = this.signals()): Judgement {
+  evaluate(signals: JudgeInput = this.signals()): Judgement {
     const now = judge(signals, this.policy.thresholds);
     if (
       this.readOnly &&
