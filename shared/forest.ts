@@ -195,7 +195,8 @@ export class SessionForest {
     if (this.parentOf(sessionId)) {
       for (const id of this.ancestors(sessionId)) {
         const c = this.rejudge(id, sessionId, at);
-        if (c) (changes ??= []).push(c);
+        if (c && changes) changes.push(c);
+        else if (c) changes = [c];
       }
     }
     return changes ?? NO_CHANGES;
