@@ -71,14 +71,18 @@ describe("TopK (space-saving heavy hitters)", () => {
   });
 });
 
+/** A seeded stream of integers below m (an LCG's high bits: its low bits repeat with a short period). */
+function randomBelow(seed: number): (m: number) => number {
+  let x = seed;
+  return (m) => {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    return Math.floor((x / 2 ** 31) * m);
+  };
+}
+
 describe("TopK kept current through adds", () => {
   it("top(n) and max() asked after every add answer as a fresh selection would (random streams, with evictions)", () => {
-    let seed = 11;
-    const rand = (m: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      // the high bits: an LCG's low bits repeat with a short period
-      return Math.floor((seed / 2 ** 31) * m);
-    };
+    const rand = randomBelow(11);
     for (let round = 0; round < 300; round++) {
       const k = 1 + rand(10);
       const live = new TopK<number>(k);
@@ -136,12 +140,7 @@ class ScanTopK {
 
 describe("TopK against the scanning reference", () => {
   it("the same evictions, counts, top(n) and max() after every add, with and without atLeast", () => {
-    let seed = 3;
-    const rand = (m: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      // the high bits: an LCG's low bits repeat with a short period
-      return Math.floor((seed / 2 ** 31) * m);
-    };
+    const rand = randomBelow(3);
     for (let round = 0; round < 300; round++) {
       const k = 1 + rand(8);
       const atLeast = 1 + rand(3);
@@ -167,12 +166,7 @@ describe("TopK against the scanning reference", () => {
 
 describe("Counter (a counting map with its maximum kept)", () => {
   it("max() equals maxEntry of a plain counting map under random adds, removes and clears", () => {
-    let seed = 5;
-    const rand = (m: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      // the high bits: an LCG's low bits repeat with a short period
-      return Math.floor((seed / 2 ** 31) * m);
-    };
+    const rand = randomBelow(5);
     for (let round = 0; round < 200; round++) {
       const counter = new Counter<string>();
       const plain = new Map<string, number>();

@@ -34,8 +34,8 @@ const RO_CLEAR_RUN = 5;
  */
 const WEAK = 0.25;
 
-/** Signals with every field at rest, in the order signals() hands them out. */
-function blankSignals(): Signals {
+/** Signals with every field at rest (no calls, an empty window), in the order signals() hands them out. */
+export function blankSignals(): Signals {
   return {
     calls: 0,
     landed: 0,
