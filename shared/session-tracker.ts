@@ -5,6 +5,7 @@
 // stretch and clears the window, the failure streaks and the whole-session
 // counts. Memory is bounded however long the session runs: the window holds
 // N slots, every other map is capped.
+import { blankSignals } from "./blank-signals.ts";
 import { BoundedMap } from "./bounded-map.ts";
 import { CallWindow, type Label, repeat, type WindowCall } from "./call-window.ts";
 import { type JudgeInput, judge } from "./judge.ts";
@@ -33,47 +34,6 @@ const RO_CLEAR_RUN = 5;
  * the threshold alone: its share tends to this value.
  */
 const WEAK = 0.25;
-
-/** Signals with every field at rest (no calls, an empty window), in the order signals() hands them out. */
-export function blankSignals(): Signals {
-  return {
-    calls: 0,
-    landed: 0,
-    turns: 0,
-    failures: 0,
-    callsSinceLanded: 0,
-    turnsSinceLanded: 0,
-    usdSinceLanded: 0,
-    promptTokensSinceLanded: 0,
-    usdTotal: 0,
-    windowSize: 0,
-    dupShare: 0,
-    ndupShare: 0,
-    sameShare: 0,
-    repeatShare: 0,
-    failStreak: 0,
-    failTarget: null,
-    contextTokens: 0,
-    maxContextTokens: 0,
-    busiestTarget: null,
-    busiestTargetCount: 0,
-    topRepeat: null,
-    topSame: null,
-    cumRepeat: null,
-    cycle: null,
-    inARow: null,
-    retrace: null,
-    mostRepeated: [],
-    novelty: 1,
-    callsSinceNovel: 0,
-    injectedSinceLanded: 0,
-    injectedTotal: 0,
-    flipFlops: 0,
-    compactions: 0,
-    lastLandedAt: null,
-    readOnly: false,
-  };
-}
 
 export class SessionTracker {
   parentId: string | null;
