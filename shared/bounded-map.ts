@@ -34,6 +34,17 @@ export class BoundedMap<K, V> {
     }
   }
 
+  /** set(), and whether the key was there before: has() then set() in one lookup less. */
+  mark(key: K, value: V): boolean {
+    const had = this.map.delete(key);
+    this.map.set(key, value);
+    if (!had && this.map.size > this.capacity) {
+      const oldest = this.map.keys().next();
+      if (!oldest.done) this.map.delete(oldest.value);
+    }
+    return had;
+  }
+
   delete(key: K): boolean {
     return this.map.delete(key);
   }

@@ -56,15 +56,14 @@ export interface RowInfo {
   target: string;
 }
 
-interface Entry {
-  key: string;
-  tool: string;
-  target: string;
-}
-
 export class CycleTracker {
-  /** The last MAX_TRACKED calls, a ring: ring[(head - 1) mod N] is the newest. */
-  private readonly ring = new Array<Entry | undefined>(MAX_TRACKED);
+  /**
+   * The last MAX_TRACKED calls, a ring in three arrays (no object per call):
+   * index (head - 1) mod N is the newest.
+   */
+  private readonly keys = new Array<string | undefined>(MAX_TRACKED);
+  private readonly tools = new Array<string>(MAX_TRACKED).fill("");
+  private readonly targets = new Array<string>(MAX_TRACKED).fill("");
   private head = 0;
   private size = 0;
   /** Per period p (index p): calls in a row that equal the call p before them. */
@@ -76,39 +75,41 @@ export class CycleTracker {
     let idx = this.head;
     for (let p = 1; p <= MAX_TRACKED; p++) {
       idx = idx === 0 ? MAX_TRACKED - 1 : idx - 1;
-      const same = p <= this.size && this.ring[idx]?.key === key;
+      const same = p <= this.size && this.keys[idx] === key;
       this.matched[p] = same ? (this.matched[p] ?? 0) + 1 : 0;
     }
-    this.ring[this.head] = { key, tool, target };
+    this.keys[this.head] = key;
+    this.tools[this.head] = tool;
+    this.targets[this.head] = target;
     this.head = (this.head + 1) % MAX_TRACKED;
     if (this.size < MAX_TRACKED) this.size++;
   }
 
   /** A landed change or a person's message: the stretch starts over. */
   reset(): void {
-    this.ring.fill(undefined);
+    this.keys.fill(undefined);
     this.head = 0;
     this.size = 0;
     this.matched.fill(0);
   }
 
-  /** The call p calls back (1: the newest), or undefined. */
-  private back(p: number): Entry | undefined {
-    return p > this.size ? undefined : this.ring[(this.head - p + MAX_TRACKED) % MAX_TRACKED];
+  /** Where the call p calls back is (1: the newest), or -1. */
+  private at(p: number): number {
+    return p > this.size ? -1 : (this.head - p + MAX_TRACKED) % MAX_TRACKED;
   }
 
   /** The cycle with the most whole turns in a row ending at the latest call, or null. */
   current(): CycleInfo | null {
     let best: CycleInfo | null = null;
-    const last = this.back(1);
-    if (!last) return null;
+    const last = this.at(1);
+    if (last < 0) return null;
     for (let p = 2; p <= MAX_PERIOD; p++) {
       const m = this.matched[p] ?? 0;
       // all different: the period is p, not a divisor of it
       if (m === 0 || this.distinct(p) !== p) continue;
       const reps = Math.floor((m + p) / p);
       if (reps >= 2 && (!best || reps > best.reps))
-        best = { period: p, reps, tool: last.tool, target: last.target };
+        best = { period: p, reps, tool: this.tools[last] as string, target: this.targets[last] as string };
     }
     return best;
   }
@@ -119,14 +120,14 @@ export class CycleTracker {
    * neither of the two before it.
    */
   row(): RowInfo | null {
-    const last = this.back(1);
+    const last = this.at(1);
     const one = this.matched[1] ?? 0;
     const two = this.matched[2] ?? 0;
-    if (!last || (one === 0 && two === 0)) return null;
+    if (last < 0 || (one === 0 && two === 0)) return null;
+    const tool = this.tools[last] as string;
+    const target = this.targets[last] as string;
     // two calls in turn only when they differ: one call repeated also matches two back
-    return two > one
-      ? { period: 2, repeats: two, tool: last.tool, target: last.target }
-      : { period: 1, repeats: one, tool: last.tool, target: last.target };
+    return two > one ? { period: 2, repeats: two, tool, target } : { period: 1, repeats: one, tool, target };
   }
 
   /**
@@ -138,48 +139,53 @@ export class CycleTracker {
    * run is longer than every shorter period's count.
    */
   retrace(): RetraceInfo | null {
+    // the periods with a run of their own, and the longest span any of them looks back
     let need = 0;
-    this.eachOwnPeriod((_p, _m, span) => {
-      need = Math.max(need, span);
-    });
-    if (need < 2) return null;
-    const seen = new Set<string>();
-    // distinctUpTo[k]: different calls among the last k
-    const distinctUpTo = [0];
-    for (let k = 1; k <= need; k++) {
-      seen.add((this.back(k) as Entry).key);
-      distinctUpTo.push(seen.size);
-    }
-    let best: RetraceInfo | null = null;
-    const last = this.back(1) as Entry;
-    this.eachOwnPeriod((period, calls, span) => {
-      const distinct = distinctUpTo[span] ?? 0;
-      if (
-        distinct >= 2 &&
-        (!best || distinct > best.distinct || (distinct === best.distinct && calls > best.calls))
-      )
-        best = { period, calls, distinct, tool: last.tool, target: last.target };
-    });
-    return best;
-  }
-
-  /** Each retrace period with a run of its own: (period, calls in the run, min(calls, period)). */
-  private eachOwnPeriod(visit: (p: number, m: number, span: number) => void): void {
     let shorter = 0;
     for (let p = 1; p <= MAX_TRACKED; p++) {
       const m = this.matched[p] ?? 0;
-      if (p >= MIN_RETRACE_PERIOD && m > shorter) visit(p, m, Math.min(m, p));
+      if (p >= MIN_RETRACE_PERIOD && m > shorter) need = Math.max(need, Math.min(m, p));
       shorter = Math.max(shorter, m);
     }
+    if (need < 2) return null;
+    // distinctUpTo[k]: different calls among the last k
+    const seen = new Set<string>();
+    const distinctUpTo = [0];
+    for (let k = 1; k <= need; k++) {
+      seen.add(this.keys[this.at(k)] as string);
+      distinctUpTo.push(seen.size);
+    }
+    let best: RetraceInfo | null = null;
+    const last = this.at(1);
+    shorter = 0;
+    for (let p = 1; p <= MAX_TRACKED; p++) {
+      const calls = this.matched[p] ?? 0;
+      if (p >= MIN_RETRACE_PERIOD && calls > shorter) {
+        const distinct = distinctUpTo[Math.min(calls, p)] ?? 0;
+        if (
+          distinct >= 2 &&
+          (!best || distinct > best.distinct || (distinct === best.distinct && calls > best.calls))
+        )
+          best = {
+            period: p,
+            calls,
+            distinct,
+            tool: this.tools[last] as string,
+            target: this.targets[last] as string,
+          };
+      }
+      shorter = Math.max(shorter, calls);
+    }
+    return best;
   }
 
   /** Different calls among the last k. */
   private distinct(k: number): number {
     const seen = new Set<string>();
     for (let i = 1; i <= k; i++) {
-      const e = this.back(i);
-      if (!e) break;
-      seen.add(e.key);
+      const at = this.at(i);
+      if (at < 0) break;
+      seen.add(this.keys[at] as string);
     }
     return seen.size;
   }

@@ -21,7 +21,8 @@ export interface VerdictChange {
 export interface ObserveResult {
   /** The tool event, when the observation was a tool call. */
   event: ToolEvent | null;
-  changes: VerdictChange[];
+  /** Empty (one shared, frozen array) for most observations. */
+  changes: readonly VerdictChange[];
 }
 
 export interface ForestOptions {
@@ -30,6 +31,8 @@ export interface ForestOptions {
 }
 
 const MAX_DEPTH = 32;
+const NO_CHANGES: readonly VerdictChange[] = Object.freeze([]);
+const NO_TRACKERS: readonly SessionTracker[] = Object.freeze([]);
 
 export class SessionForest {
   private readonly trackers = new Map<string, SessionTracker>();
@@ -125,7 +128,9 @@ export class SessionForest {
     return gone;
   }
 
-  private ancestorTrackers(sessionId: string): SessionTracker[] {
+  private ancestorTrackers(sessionId: string): readonly SessionTracker[] {
+    // a root (most observations) makes no list
+    if (!this.parentOf(sessionId)) return NO_TRACKERS;
     const out: SessionTracker[] = [];
     for (const id of this.ancestors(sessionId)) {
       const t = this.trackers.get(id);
@@ -183,32 +188,40 @@ export class SessionForest {
   }
 
   /** Re-judges a session and its ancestors; returns the ones whose verdict changed. */
-  reevaluate(sessionId: string, at: number): VerdictChange[] {
-    const changes: VerdictChange[] = [];
-    this.rejudge(sessionId, sessionId, at, changes);
-    for (const id of this.ancestors(sessionId)) this.rejudge(id, sessionId, at, changes);
-    return changes;
+  reevaluate(sessionId: string, at: number): readonly VerdictChange[] {
+    let changes: VerdictChange[] | null = null;
+    const own = this.rejudge(sessionId, sessionId, at);
+    if (own) changes = [own];
+    if (this.parentOf(sessionId)) {
+      for (const id of this.ancestors(sessionId)) {
+        const c = this.rejudge(id, sessionId, at);
+        if (c && changes) changes.push(c);
+        else if (c) changes = [c];
+      }
+    }
+    return changes ?? NO_CHANGES;
   }
 
-  /** Re-judges one session; a changed verdict goes to `changes` (its root found only then: this runs per observation). */
-  private rejudge(id: string, observed: string, at: number, changes: VerdictChange[]): void {
+  /** Re-judges one session; returns its change, if any (its root found only then: this runs per observation). */
+  private rejudge(id: string, observed: string, at: number): VerdictChange | null {
     const t = this.trackers.get(id);
-    if (!t) return;
-    const signals = t.signals();
-    const j = t.evaluate(signals);
-    if (j.verdict !== t.lastVerdict.verdict) {
-      changes.push({
-        sessionId: id,
-        parentId: this.parentOf(id),
-        rootId: this.rootOf(observed),
-        agent: t.agent,
-        previous: t.lastVerdict.verdict,
-        verdict: j.verdict,
-        reason: j.reason,
-        signals,
-        at,
-      });
-    }
+    // Unchanged since judged (an ancestor of a session that only made a call): the verdict stands.
+    if (!t?.changedSinceJudged) return null;
+    const j = t.evaluate(t.signalsToJudge());
+    const previous = t.lastVerdict.verdict;
     t.lastVerdict = j;
+    if (j.verdict === previous) return null;
+    return {
+      sessionId: id,
+      parentId: this.parentOf(id),
+      rootId: this.rootOf(observed),
+      agent: t.agent,
+      previous,
+      verdict: j.verdict,
+      reason: j.reason,
+      // a copy to keep: the judged one is reused
+      signals: t.signals(),
+      at,
+    };
   }
 }

@@ -4,6 +4,28 @@
 import type { Thresholds } from "./config.ts";
 import type { FlagReason, Judgement, Signals } from "./types.ts";
 
+/** What a verdict reads of the signals (a tracker judges on every observation and writes only these). */
+export type JudgeInput = Pick<
+  Signals,
+  | "turns"
+  | "turnsSinceLanded"
+  | "callsSinceLanded"
+  | "usdSinceLanded"
+  | "windowSize"
+  | "repeatShare"
+  | "failStreak"
+  | "flipFlops"
+  | "topSame"
+  | "inARow"
+  | "cycle"
+  | "retrace"
+  | "cumRepeat"
+  | "injectedSinceLanded"
+  | "novelty"
+  | "callsSinceNovel"
+  | "readOnly"
+>;
+
 interface Level {
   turns: number;
   usd: number;
@@ -17,7 +39,7 @@ interface Level {
 }
 
 /** The repetition signal that holds at this level, in order of how telling it is. */
-function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
+function repetition(s: JudgeInput, t: Thresholds, lvl: Level): FlagReason | null {
   if (s.failStreak >= lvl.fail) return "fail_streak";
   if (s.flipFlops >= lvl.flip) return "flip_flop";
   if (s.topSame && s.topSame.count >= lvl.top) return "repeat_target";
@@ -31,7 +53,7 @@ function repetition(s: Signals, t: Thresholds, lvl: Level): FlagReason | null {
 }
 
 /** Turns since landed, or calls where no turns were observed (a source without request records). */
-export function sinceLanded(s: Signals): number {
+export function sinceLanded(s: JudgeInput): number {
   return s.turns > 0 ? s.turnsSinceLanded : s.callsSinceLanded;
 }
 
@@ -40,31 +62,54 @@ function stalled(since: number, usd: number, lvl: Level): boolean {
   return since >= lvl.turns || (lvl.usd > 0 && usd >= lvl.usd);
 }
 
-function judgeWorker(s: Signals, t: Thresholds): Judgement {
+/** The verdict of most observations, one object (frozen: it is shared). */
+const OK: Judgement = Object.freeze({ verdict: "ok", reason: null });
+
+/** Both levels of a thresholds object, made once: judge() runs per observation (thresholds are replaced, never changed in place). */
+const levelCache = new WeakMap<Thresholds, { loop: Level; warn: Level }>();
+/** The last thresholds asked for and their levels: one replay or one plugin asks for the same ones every time. */
+let lastThresholds: Thresholds | null = null;
+let lastLevels: { loop: Level; warn: Level } | null = null;
+
+function levelsOf(t: Thresholds): { loop: Level; warn: Level } {
+  if (t === lastThresholds && lastLevels) return lastLevels;
+  let l = levelCache.get(t);
+  if (!l) {
+    l = {
+      loop: {
+        turns: t.loop_turns,
+        usd: t.loop_usd,
+        dup: t.dup_loop,
+        fail: t.fail_loop,
+        top: t.top_loop,
+        row: t.row_loop,
+        cycle: t.cycle_loop,
+        retrace: t.retrace_loop,
+        flip: t.flip_loop,
+      },
+      warn: {
+        turns: t.stall_turns,
+        usd: t.stall_usd,
+        dup: t.dup_warn,
+        fail: t.fail_warn,
+        top: t.top_warn,
+        row: t.row_warn,
+        cycle: t.cycle_warn,
+        retrace: t.retrace_warn,
+        flip: t.flip_warn,
+      },
+    };
+    levelCache.set(t, l);
+  }
+  lastThresholds = t;
+  lastLevels = l;
+  return l;
+}
+
+function judgeWorker(s: JudgeInput, t: Thresholds): Judgement {
   const since = sinceLanded(s);
   const usd = s.usdSinceLanded;
-  const loopLvl = {
-    turns: t.loop_turns,
-    usd: t.loop_usd,
-    dup: t.dup_loop,
-    fail: t.fail_loop,
-    top: t.top_loop,
-    row: t.row_loop,
-    cycle: t.cycle_loop,
-    retrace: t.retrace_loop,
-    flip: t.flip_loop,
-  };
-  const warnLvl = {
-    turns: t.stall_turns,
-    usd: t.stall_usd,
-    dup: t.dup_warn,
-    fail: t.fail_warn,
-    top: t.top_warn,
-    row: t.row_warn,
-    cycle: t.cycle_warn,
-    retrace: t.retrace_warn,
-    flip: t.flip_warn,
-  };
+  const { loop: loopLvl, warn: warnLvl } = levelsOf(t);
   if (stalled(since, usd, loopLvl)) {
     const why = repetition(s, t, loopLvl);
     if (why) return { verdict: "looping", reason: why };
@@ -77,7 +122,7 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
   if (s.cumRepeat && s.cumRepeat.count >= t.cum_warn) return { verdict: "stalling", reason: "whole_session" };
   if (since >= t.ceiling_turns || (t.ceiling_usd > 0 && usd >= t.ceiling_usd))
     return { verdict: "stalling", reason: "ceiling" };
-  return { verdict: "ok", reason: null };
+  return OK;
 }
 
 /**
@@ -85,7 +130,7 @@ function judgeWorker(s: Signals, t: Thresholds): Judgement {
  * target novelty. Their whole-session count never restarts, so that rule
  * asks for as many repeats as the window rule's looping level.
  */
-function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
+function judgeReadOnly(s: JudgeInput, t: Thresholds): Judgement {
   const top = s.topSame?.count ?? 0;
   const cum = s.cumRepeat?.count ?? 0;
   if (s.failStreak >= t.fail_loop) return { verdict: "looping", reason: "read_only_failures" };
@@ -100,9 +145,9 @@ function judgeReadOnly(s: Signals, t: Thresholds): Judgement {
   if (s.windowSize >= t.window && s.novelty < t.novelty_ro_warn)
     return { verdict: "stalling", reason: "read_only_novelty" };
   if (s.callsSinceNovel >= t.ceiling_turns) return { verdict: "stalling", reason: "ceiling" };
-  return { verdict: "ok", reason: null };
+  return OK;
 }
 
-export function judge(s: Signals, t: Thresholds): Judgement {
+export function judge(s: JudgeInput, t: Thresholds): Judgement {
   return s.readOnly ? judgeReadOnly(s, t) : judgeWorker(s, t);
 }

@@ -4,6 +4,7 @@ import { BoundedMap } from "./bounded-map.ts";
 import { diffChange, editChange, writeChange } from "./change.ts";
 import { coarsePath } from "./coarse-path.ts";
 import { configSchema } from "./config.ts";
+import { bump, Counter, maxEntry } from "./counts.ts";
 import { policyFromConfig } from "./policy.ts";
 import { replay, treesOf } from "./replay.ts";
 import { evaluateCandidate, grid, median, sweep } from "./sweep.ts";
@@ -70,6 +71,129 @@ describe("TopK (space-saving heavy hitters)", () => {
   });
 });
 
+/** A seeded stream of integers below m (an LCG's high bits: its low bits repeat with a short period). */
+function randomBelow(seed: number): (m: number) => number {
+  let x = seed;
+  return (m) => {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    return Math.floor((x / 2 ** 31) * m);
+  };
+}
+
+describe("TopK kept current through adds", () => {
+  it("top(n) and max() asked after every add answer as a fresh selection would (random streams, with evictions)", () => {
+    const rand = randomBelow(11);
+    for (let round = 0; round < 300; round++) {
+      const k = 1 + rand(10);
+      const live = new TopK<number>(k);
+      const n = 1 + rand(4);
+      for (let i = 0, len = rand(120); i < len; i++) {
+        const key = rand(16);
+        live.add(`k${key}`, key);
+        if (rand(5) === 0) live.clear();
+        // a twin fed the same keys and asked only now: the reference selection
+        const fresh = new TopK<number>(k);
+        (fresh as unknown as { counts: unknown }).counts = new Map(
+          [...(live as unknown as { counts: Map<string, object> }).counts].map(([key2, v]) => [
+            key2,
+            { ...v },
+          ]),
+        );
+        expect(live.top(n)).toEqual(fresh.top(n));
+        if (rand(3) === 0) expect(live.max()).toEqual(fresh.max());
+      }
+    }
+  });
+});
+
+/** The space-saving rule as first written (a scan per eviction, a selection per ask): the reference. */
+class ScanTopK {
+  readonly counts = new Map<string, { count: number; error: number; label: number }>();
+  constructor(readonly k: number) {}
+  add(key: string, label: number): number {
+    const hit = this.counts.get(key);
+    if (hit) return ++hit.count;
+    if (this.counts.size < this.k) {
+      this.counts.set(key, { count: 1, error: 0, label });
+      return 1;
+    }
+    let minKey = "";
+    let min = Number.POSITIVE_INFINITY;
+    for (const [k, v] of this.counts) {
+      if (v.count < min) {
+        min = v.count;
+        minKey = k;
+      }
+    }
+    this.counts.delete(minKey);
+    this.counts.set(key, { count: min + 1, error: min, label });
+    return min + 1;
+  }
+  top(n: number, atLeast: number) {
+    return [...this.counts]
+      .map(([key, v]) => ({ key, count: v.count - v.error, label: v.label }))
+      .filter((e) => e.count >= atLeast)
+      .sort((a, b) => b.count - a.count)
+      .slice(0, n);
+  }
+}
+
+describe("TopK against the scanning reference", () => {
+  it("the same evictions, counts, top(n) and max() after every add, with and without atLeast", () => {
+    const rand = randomBelow(3);
+    for (let round = 0; round < 300; round++) {
+      const k = 1 + rand(8);
+      const atLeast = 1 + rand(3);
+      const n = rand(5);
+      const live = new TopK<number>(k, { atLeast });
+      const ref = new ScanTopK(k);
+      // a narrow key range repeats a lot, a wide one evicts on nearly every add
+      const keys = 2 + rand(round % 2 ? 40 : 10);
+      for (let i = 0, len = rand(150); i < len; i++) {
+        const key = rand(keys);
+        expect(live.add(`k${key}`, key)).toBe(ref.add(`k${key}`, key));
+        if (rand(40) === 0) {
+          live.clear();
+          ref.counts.clear();
+        }
+        expect(live.top(n)).toEqual(ref.top(n, atLeast));
+        expect(live.max()).toEqual(ref.top(1, atLeast)[0] ?? null);
+        expect(live.size).toBe(ref.counts.size);
+      }
+    }
+  });
+});
+
+describe("Counter (a counting map with its maximum kept)", () => {
+  it("max() equals maxEntry of a plain counting map under random adds, removes and clears", () => {
+    const rand = randomBelow(5);
+    for (let round = 0; round < 200; round++) {
+      const counter = new Counter<string>();
+      const plain = new Map<string, number>();
+      const notes = new Map<string, string>();
+      for (let i = 0, len = rand(200); i < len; i++) {
+        const key = `k${rand(1 + (round % 12))}`;
+        const op = rand(10);
+        if (op < 6) {
+          if (!plain.has(key)) notes.set(key, `note${i}`);
+          counter.add(key, `note${i}`);
+          bump(plain, key, 1);
+        } else if (op < 9) {
+          counter.remove(key);
+          bump(plain, key, -1);
+        } else if (rand(4) === 0) {
+          counter.clear();
+          plain.clear();
+        }
+        const want = maxEntry(plain);
+        const got = counter.max();
+        expect(got ? [got.key, got.n, got.note] : null).toEqual(want ? [...want, notes.get(want[0])] : null);
+        expect([counter.size, counter.has(key)]).toEqual([plain.size, plain.has(key)]);
+      }
+    }
+  });
+});
+
 describe("BoundedMap", () => {
   it("drops the least recently set or touched entry past capacity", () => {
     const m = new BoundedMap<string, number>(3);
@@ -87,6 +211,17 @@ describe("BoundedMap", () => {
     expect(m.delete("d")).toBe(true);
     m.clear();
     expect(m.size).toBe(0);
+  });
+
+  it("mark() sets like set() and says whether the key was there", () => {
+    const m = new BoundedMap<string, number>(2);
+    expect([m.mark("a", 1), m.mark("b", 2), m.mark("a", 3)]).toEqual([false, false, true]);
+    expect([...m.entries()]).toEqual([
+      ["b", 2],
+      ["a", 3],
+    ]);
+    expect(m.mark("c", 4)).toBe(false);
+    expect([...m.keys()]).toEqual(["a", "c"]);
   });
 });
 

@@ -213,21 +213,62 @@ export function replay(
   return sessions.map((s) => results.get(s.id) as ReplayResult);
 }
 
+/** A "tool target" label's count over the replay, in first-seen order. */
+interface TargetCount {
+  label: string;
+  count: number;
+}
+
 interface Seen {
+  tally: SessionTally;
   fps: Set<string>;
-  targets: Map<string, number>;
+  /** Per label (distinct tool and target pairs may share one); byPair finds it without building the label per call. */
+  targets: Map<string, TargetCount>;
+  byPair: Map<string, Map<string, TargetCount>>;
   timeline: TimelineTick[];
+}
+
+/** Counts one call's "tool target" label. */
+function countTarget(s: Seen, tool: string, target: string): void {
+  let byTarget = s.byPair.get(tool);
+  if (!byTarget) {
+    byTarget = new Map();
+    s.byPair.set(tool, byTarget);
+  }
+  let t = byTarget.get(target);
+  if (!t) {
+    const label = `${tool} ${target}`;
+    t = s.targets.get(label);
+    if (!t) {
+      t = { label, count: 0 };
+      s.targets.set(label, t);
+    }
+    byTarget.set(target, t);
+  }
+  t.count++;
 }
 
 function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boolean }): ReplayResult[] {
   const tallies = new Map<string, SessionTally>();
   const seen = new Map<string, Seen>();
+  // Most observations follow one of the same session: the last one found is asked first.
+  let last: Seen | null = null;
+  let lastId = "";
   const seenIn = (id: string): Seen => {
+    if (last && lastId === id) return last;
     let s = seen.get(id);
     if (!s) {
-      s = { fps: new Set(), targets: new Map(), timeline: [] };
+      s = {
+        tally: tallyOf(tallies, id),
+        fps: new Set(),
+        targets: new Map(),
+        byPair: new Map(),
+        timeline: [],
+      };
       seen.set(id, s);
     }
+    last = s;
+    lastId = id;
     return s;
   };
   const forest = runTree(tree, policy, (step, f) => {
@@ -236,26 +277,27 @@ function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boole
     if (!event) return;
     const s = seenIn(event.sessionId);
     s.fps.add(event.fp);
-    const label = `${event.tool} ${event.target}`;
-    s.targets.set(label, (s.targets.get(label) ?? 0) + 1);
-    if (opts.timeline)
+    countTarget(s, event.tool, event.target);
+    if (opts.timeline) {
+      const verdict = f.get(event.sessionId)?.lastVerdict;
       s.timeline.push({
-        call: tallyOf(tallies, event.sessionId).calls,
+        call: s.tally.calls,
         time: event.time,
         tool: event.tool,
         landed: event.landed,
         failed: event.failed,
-        verdict: f.get(event.sessionId)?.lastVerdict.verdict ?? "ok",
-        reason: f.get(event.sessionId)?.lastVerdict.reason ?? null,
+        verdict: verdict?.verdict ?? "ok",
+        reason: verdict?.reason ?? null,
       });
+    }
   });
   return tree.sessions.map((s) => {
-    const o = tallyOf(tallies, s.id);
     const x = seenIn(s.id);
+    const o = x.tally;
     const t = forest.get(s.id);
     const sig = t?.signals();
-    let top: [string, number] | null = null;
-    for (const e of x.targets) if (!top || e[1] > top[1]) top = e;
+    let top: TargetCount | null = null;
+    for (const e of x.targets.values()) if (!top || e.count > top.count) top = e;
     return {
       id: s.id,
       parent_id: s.parentId,
@@ -267,8 +309,8 @@ function replayTree(tree: PreparedTree, policy: Policy, opts: { timeline?: boole
       first_flag_call: o.firstFlag,
       first_loop_call: o.firstLoop,
       reason: o.reason,
-      top_target: top?.[0] ?? null,
-      top_target_count: top?.[1] ?? 0,
+      top_target: top?.label ?? null,
+      top_target_count: top?.count ?? 0,
       dup_share: o.calls ? Math.round((1 - x.fps.size / o.calls) * 1000) / 1000 : 0,
       compactions: sig?.compactions ?? 0,
       max_context_tokens: sig?.maxContextTokens ?? 0,

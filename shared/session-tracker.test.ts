@@ -64,6 +64,109 @@ const firstFlag = (js: Judgement[]) => {
   return i < 0 ? null : { call: i + 1, ...(js[i] as Judgement) };
 };
 
+describe("judging only what changed", () => {
+  it("changedSinceJudged: set by every change the verdict reads, cleared when lastVerdict is set", () => {
+    const tr = tracker(policyWith({}, ["explore"]));
+    const judged = () => {
+      tr.lastVerdict = tr.evaluate();
+      return tr.changedSinceJudged;
+    };
+    expect(tr.changedSinceJudged).toBe(true);
+    expect(judged()).toBe(false);
+    const changes: Array<[string, () => void]> = [
+      ["call", () => tr.recordCall(read("a.py"))],
+      [
+        "turn",
+        () => tr.recordTurn({ kind: "turn", sessionId: "s", parentId: null, agent: "build", time: 1 }),
+      ],
+      ["descendant turn", () => tr.descendantTurn()],
+      [
+        "usage",
+        () =>
+          tr.recordUsage({
+            kind: "usage",
+            sessionId: "s",
+            messageId: "m1",
+            time: 2,
+            costUsd: 1,
+            promptTokens: 5,
+            contextTokens: 5,
+          }),
+      ],
+      ["descendant usage", () => tr.descendantUsage(1, 5)],
+      [
+        "user",
+        () =>
+          tr.recordUser({
+            kind: "user",
+            sessionId: "s",
+            parentId: null,
+            agent: "build",
+            time: 3,
+            injected: true,
+            textHash: "h",
+          }),
+      ],
+      ["compaction", () => tr.recordCompaction(4)],
+      ["descendant landing", () => tr.descendantLanded(5)],
+      [
+        "agent",
+        () => {
+          tr.agent = "explore";
+        },
+      ],
+    ];
+    for (const [what, change] of changes) {
+      change();
+      expect([what, tr.changedSinceJudged]).toEqual([what, true]);
+      expect([what, judged()]).toEqual([what, false]);
+    }
+    // nothing new: a usage counted already, the same agent again
+    tr.recordUsage({
+      kind: "usage",
+      sessionId: "s",
+      messageId: "m1",
+      time: 6,
+      costUsd: 1,
+      promptTokens: 5,
+      contextTokens: 5,
+    });
+    tr.agent = "explore";
+    expect(tr.changedSinceJudged).toBe(false);
+    expect(tr.readOnly).toBe(true);
+  });
+
+  it("what is judged (written in one reused object) equals a fresh signals() at every step", () => {
+    const tr = tracker();
+    const judged = [
+      "turns",
+      "turnsSinceLanded",
+      "callsSinceLanded",
+      "usdSinceLanded",
+      "windowSize",
+      "repeatShare",
+      "failStreak",
+      "flipFlops",
+      "topSame",
+      "inARow",
+      "cycle",
+      "retrace",
+      "cumRepeat",
+      "injectedSinceLanded",
+      "novelty",
+      "callsSinceNovel",
+      "readOnly",
+    ] as const;
+    const pick = (s: object) => Object.fromEntries(judged.map((k) => [k, (s as Record<string, unknown>)[k]]));
+    for (let i = 0; i < 150; i++) {
+      tr.recordCall(i % 7 === 0 ? bash("npm test", i % 2) : read(`f${i % 9}.py`));
+      if (i % 5 === 0)
+        tr.recordTurn({ kind: "turn", sessionId: "s", parentId: null, agent: "build", time: i });
+      expect(pick(tr.signalsToJudge())).toEqual(pick(tr.signals()));
+    }
+  });
+});
+
 describe("signals", () => {
   it("window signals stay current across turns, calls and a descendant's landing (the cache never goes stale)", () => {
     const tr = tracker();

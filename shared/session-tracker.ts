@@ -5,11 +5,10 @@
 // stretch and clears the window, the failure streaks and the whole-session
 // counts. Memory is bounded however long the session runs: the window holds
 // N slots, every other map is capped.
+import { blankSignals } from "./blank-signals.ts";
 import { BoundedMap } from "./bounded-map.ts";
-import { bump, maxEntry } from "./counts.ts";
-import { CycleTracker } from "./cycle.ts";
-import { FailStreaks } from "./fail-streaks.ts";
-import { judge } from "./judge.ts";
+import { CallWindow, type Label, repeat, type WindowCall } from "./call-window.ts";
+import { type JudgeInput, judge } from "./judge.ts";
 import { LandingMemory } from "./landing.ts";
 import type { Policy } from "./policy.ts";
 import { toolEvent } from "./tool-event.ts";
@@ -26,40 +25,6 @@ import {
   VERDICT_RANK,
 } from "./types.ts";
 
-interface Slot {
-  seq: number;
-  fp: string;
-  nfp: string;
-  /** The normalized call with its answer: equal keys are the same call with the same result. */
-  same: string;
-  targetKey: string;
-  tool: string;
-  target: string;
-  failed: boolean;
-  novel: boolean;
-  reverted: boolean;
-}
-
-interface Label {
-  tool: string;
-  target: string;
-}
-
-type WindowSignals = Pick<
-  Signals,
-  | "failStreak"
-  | "failTarget"
-  | "busiestTarget"
-  | "busiestTargetCount"
-  | "topRepeat"
-  | "topSame"
-  | "cumRepeat"
-  | "cycle"
-  | "inARow"
-  | "retrace"
-  | "mostRepeated"
->;
-
 /** Consecutive novel, successful calls that clear a read-only agent's flag. */
 const RO_CLEAR_RUN = 5;
 /**
@@ -70,41 +35,33 @@ const RO_CLEAR_RUN = 5;
  */
 const WEAK = 0.25;
 
-/** A repeat worth reporting (seen more than once); module level, not a closure per signals() call. */
-function repeat(label: Label | undefined, count: number): RepeatInfo | null {
-  return label && count > 1 ? { tool: label.tool, target: label.target, count } : null;
-}
-
 export class SessionTracker {
   parentId: string | null;
-  agent: string;
   lastActivity = 0;
-  /** The verdict last handed out by evaluate(), for transition detection by the owner. */
-  lastVerdict: Judgement = { verdict: "ok", reason: null };
 
-  private readonly ring: Array<Slot | undefined>;
-  private head = 0;
-  private size = 0;
-  private seq = 0;
-  private readonly fpCount = new Map<string, number>();
-  private readonly nfpCount = new Map<string, number>();
-  private readonly sameCount = new Map<string, number>();
-  private readonly targetCount = new Map<string, number>();
-  private readonly labels = new Map<string, Label>();
-  private readonly streaks = new FailStreaks();
-  private readonly cycle = new CycleTracker();
+  private agentSlug: string;
+  /** Whether the agent is read-only, kept with the agent (judging asks on every observation). */
+  private ro: boolean;
+  private judgement: Judgement = { verdict: "ok", reason: null };
+  /** Bumped by every change to what signals() or evaluate() read; judgedVersion is the one lastVerdict was set at. */
+  private version = 0;
+  private judgedVersion = -1;
+
+  private readonly window: CallWindow;
   private readonly landing = new LandingMemory();
   private readonly seenTargets = new BoundedMap<string, true>(4096);
   private readonly usageSeen = new BoundedMap<string, true>(256);
   private readonly userTexts = new BoundedMap<string, true>(64);
-  private readonly cumSinceLanded = new TopK<Label>(32);
-  private readonly sessionTop = new TopK<Label>(32);
-  /** Bumped by every change to the window, its maps or the top-k (see windowSignals). */
-  private windowVersion = 0;
-  private cachedAt = -1;
-  private cached: WindowSignals | null = null;
-  private novelInWindow = 0;
-  private revertedInWindow = 0;
+  /** Both report repeats only (a call seen once is never shown), so a stream of new calls leaves their answer alone. */
+  private readonly cumSinceLanded = new TopK<Label>(32, { atLeast: 2 });
+  private readonly sessionTop = new TopK<Label>(32, { atLeast: 2 });
+  /** cumRepeat and mostRepeated, each made again only when its top-k's answer changed. */
+  private cumRepeat: RepeatInfo | null = null;
+  private cumAt = -1;
+  private mostRepeated: RepeatInfo[] = [];
+  private mostAt = -1;
+  /** What is judged on every observation, written in place (signals() hands out fresh ones). */
+  private readonly scratch: JudgeInput = blankSignals();
 
   private calls = 0;
   private landed = 0;
@@ -132,80 +89,82 @@ export class SessionTracker {
     private readonly policy: Policy,
   ) {
     this.parentId = parentId;
-    this.agent = agent;
-    this.ring = new Array(policy.thresholds.window);
+    this.agentSlug = agent;
+    this.ro = policy.readOnlyAgents.has(agent);
+    this.window = new CallWindow(policy.thresholds.window);
+  }
+
+  /** The agent's slug; a change can change the verdict (read-only agents are judged apart). */
+  get agent(): string {
+    return this.agentSlug;
+  }
+
+  set agent(slug: string) {
+    if (slug === this.agentSlug) return;
+    this.agentSlug = slug;
+    this.ro = this.policy.readOnlyAgents.has(slug);
+    this.version++;
+  }
+
+  /** The verdict last handed out by evaluate(), for transition detection by the owner. */
+  get lastVerdict(): Judgement {
+    return this.judgement;
+  }
+
+  set lastVerdict(j: Judgement) {
+    this.judgement = j;
+    this.judgedVersion = this.version;
+  }
+
+  /**
+   * Whether anything evaluate() reads changed since lastVerdict was set. When
+   * not, evaluate() would answer lastVerdict again (it is idempotent on one
+   * state), so an owner may skip it: an ancestor of a session that only made
+   * a call, most of the time.
+   */
+  get changedSinceJudged(): boolean {
+    return this.version !== this.judgedVersion;
   }
 
   get readOnly(): boolean {
-    return this.policy.readOnlyAgents.has(this.agent);
+    return this.ro;
   }
 
   /** Records a finished tool call and decides whether it landed. */
   recordCall(call: ToolCall): ToolEvent {
-    this.windowVersion++;
+    this.version++;
     this.touch(call.time);
-    this.seq++;
     const { landed, reverted } = this.landing.decide(call);
     const targetKey = `${call.tool}\u0000${call.target}`;
-    const novel = !this.seenTargets.has(targetKey);
-    this.seenTargets.set(targetKey, true);
-    const same = `${call.nfp}\u0000${call.outcome ?? ""}`;
+    const novel = !this.seenTargets.mark(targetKey, true);
+    // The window's record of the call, and its label in the top-k counts.
+    const slot: WindowCall = {
+      fp: call.fp,
+      nfp: call.nfp,
+      same: `${call.nfp}\u0000${call.outcome ?? ""}`,
+      targetKey,
+      tool: call.tool,
+      target: call.target,
+      failed: call.failed,
+      novel,
+      reverted,
+    };
 
     this.calls++;
     if (call.failed) this.failures++;
     this.callsSinceNovel = novel ? 0 : this.callsSinceNovel + 1;
     this.novelRun = novel && !call.failed ? this.novelRun + 1 : 0;
-    const label = { tool: call.tool, target: call.target };
-    this.sessionTop.add(call.nfp, label);
+    this.sessionTop.add(call.nfp, slot);
     if (landed) {
       // The landing ends the stretch: it is not evidence in the next one.
       this.landed++;
       this.markLanded(call.time);
     } else {
-      this.push({
-        seq: this.seq,
-        fp: call.fp,
-        nfp: call.nfp,
-        same,
-        targetKey,
-        tool: call.tool,
-        target: call.target,
-        failed: call.failed,
-        novel,
-        reverted,
-      });
-      this.streaks.record(call.fp, call.nfp, call.failed);
-      this.cycle.push(same, call.tool, call.target);
+      this.window.push(slot);
       this.callsSinceLanded++;
-      this.cumSinceLanded.add(same, label);
+      this.cumSinceLanded.add(slot.same, slot);
     }
     return toolEvent(call, landed, reverted, novel);
-  }
-
-  private push(slot: Slot): void {
-    const cap = this.ring.length;
-    if (this.size === cap) {
-      const old = this.ring[this.head] as Slot;
-      bump(this.fpCount, old.fp, -1);
-      bump(this.nfpCount, old.nfp, -1);
-      bump(this.sameCount, old.same, -1);
-      bump(this.targetCount, old.targetKey, -1);
-      if (!this.nfpCount.has(old.nfp)) this.labels.delete(old.nfp);
-      if (!this.fpCount.has(old.fp)) this.streaks.forget(old.fp);
-      if (old.novel) this.novelInWindow--;
-      if (old.reverted) this.revertedInWindow--;
-    } else {
-      this.size++;
-    }
-    this.ring[this.head] = slot;
-    this.head = (this.head + 1) % cap;
-    bump(this.fpCount, slot.fp, 1);
-    bump(this.nfpCount, slot.nfp, 1);
-    bump(this.sameCount, slot.same, 1);
-    bump(this.targetCount, slot.targetKey, 1);
-    this.labels.set(slot.nfp, { tool: slot.tool, target: slot.target });
-    if (slot.novel) this.novelInWindow++;
-    if (slot.reverted) this.revertedInWindow++;
   }
 
   private markLanded(time: number): void {
@@ -219,19 +178,8 @@ export class SessionTracker {
    * streaks and the counts since landed start over, and a flag is lifted.
    */
   private newStretch(): void {
-    this.windowVersion++;
-    this.ring.fill(undefined);
-    this.head = 0;
-    this.size = 0;
-    this.fpCount.clear();
-    this.nfpCount.clear();
-    this.sameCount.clear();
-    this.targetCount.clear();
-    this.labels.clear();
-    this.streaks.clear();
-    this.cycle.reset();
-    this.novelInWindow = 0;
-    this.revertedInWindow = 0;
+    this.version++;
+    this.window.clear();
     this.callsSinceLanded = 0;
     this.turnsSinceLanded = 0;
     this.usdSinceLanded = 0;
@@ -247,12 +195,14 @@ export class SessionTracker {
   }
 
   recordTurn(turn: TurnObservation): void {
+    this.version++;
     this.touch(turn.time);
     this.turns++;
     this.turnsSinceLanded++;
   }
 
   descendantTurn(): void {
+    this.version++;
     this.turnsSinceLanded++;
   }
 
@@ -275,6 +225,7 @@ export class SessionTracker {
   }
 
   private addSpend(costUsd: number, promptTokens: number): void {
+    this.version++;
     this.usdSinceLanded += costUsd;
     this.promptTokensSinceLanded += promptTokens;
   }
@@ -284,9 +235,9 @@ export class SessionTracker {
    * (new words, not a nudge sent again) starts a new stretch.
    */
   recordUser(u: UserObservation): void {
+    this.version++;
     this.touch(u.time);
-    const repeated = !!u.textHash && this.userTexts.has(u.textHash);
-    if (u.textHash) this.userTexts.set(u.textHash, true);
+    const repeated = !!u.textHash && this.userTexts.mark(u.textHash, true);
     if (u.injected || repeated) {
       this.injectedSinceLanded++;
       this.injectedTotal++;
@@ -297,6 +248,7 @@ export class SessionTracker {
   }
 
   recordCompaction(time: number): void {
+    this.version++;
     this.touch(time);
     this.compactions++;
   }
@@ -305,83 +257,88 @@ export class SessionTracker {
     if (time > this.lastActivity) this.lastActivity = time;
   }
 
-  /**
-   * The signals that only a tool call (or a landed change) can move: maxima over
-   * the window's maps and the top-k. Cached until the next call or landing, so a
-   * turn or usage observation (two of every three) does not rescan them.
-   */
-  private windowSignals(): WindowSignals {
-    if (this.cached && this.cachedAt === this.windowVersion) return this.cached;
-    const busiest = maxEntry(this.targetCount);
-    const topNfp = maxEntry(this.nfpCount);
-    const topSame = maxEntry(this.sameCount);
-    const streak = this.streaks.max();
-    const cum = this.cumSinceLanded.max();
-    const topLabel = this.labelOf(topNfp?.[0]);
-    this.cached = {
-      failStreak: streak?.count ?? 0,
-      failTarget: streak ? (this.labelOf(streak.nfp)?.target ?? null) : null,
-      busiestTarget: busiest ? (busiest[0].split("\u0000")[1] ?? null) : null,
-      busiestTargetCount: busiest?.[1] ?? 0,
-      topRepeat: repeat(topLabel, topNfp?.[1] ?? 0),
-      topSame: topSame ? repeat(this.labelOf(topSame[0].split("\u0000")[0]), topSame[1]) : null,
-      cumRepeat: cum ? repeat(cum.label, cum.count) : null,
-      cycle: this.cycle.current(),
-      inARow: this.cycle.row(),
-      retrace: this.cycle.retrace(),
-      mostRepeated: this.sessionTop
-        .top(3)
-        .filter((e) => e.count > 1)
-        .map((e) => ({ tool: e.label.tool, target: e.label.target, count: e.count })),
-    };
-    this.cachedAt = this.windowVersion;
-    return this.cached;
+  /** The whole-session repeat since landed; made again only when the top-k's answer changed. */
+  private cumRepeatNow(): RepeatInfo | null {
+    if (this.cumAt !== this.cumSinceLanded.revision) {
+      const cum = this.cumSinceLanded.max();
+      this.cumRepeat = cum ? repeat(cum.label, cum.count) : null;
+      this.cumAt = this.cumSinceLanded.revision;
+    }
+    return this.cumRepeat;
   }
 
-  private labelOf(key: string | undefined): Label | undefined {
-    return key ? this.labels.get(key) : undefined;
+  private mostRepeatedNow(): RepeatInfo[] {
+    if (this.mostAt !== this.sessionTop.revision) {
+      this.mostRepeated = this.sessionTop
+        .top(3)
+        .filter((e) => e.count > 1)
+        .map((e) => ({ tool: e.label.tool, target: e.label.target, count: e.count }));
+      this.mostAt = this.sessionTop.revision;
+    }
+    return this.mostRepeated;
   }
 
   signals(): Signals {
-    const n = this.size;
-    const w = this.windowSignals();
-    return {
-      calls: this.calls,
-      landed: this.landed,
-      turns: this.turns,
-      failures: this.failures,
-      callsSinceLanded: this.callsSinceLanded,
-      turnsSinceLanded: this.turnsSinceLanded,
-      usdSinceLanded: this.usdSinceLanded,
-      promptTokensSinceLanded: this.promptTokensSinceLanded,
-      usdTotal: this.usdTotal,
-      windowSize: n,
-      dupShare: n ? 1 - this.fpCount.size / n : 0,
-      ndupShare: n ? 1 - this.nfpCount.size / n : 0,
-      sameShare: n ? 1 - this.sameCount.size / n : 0,
-      repeatShare: n ? (1 - this.sameCount.size / n) * (1 - WEAK) + (1 - this.nfpCount.size / n) * WEAK : 0,
-      failStreak: w.failStreak,
-      failTarget: w.failTarget,
-      contextTokens: this.contextTokens,
-      maxContextTokens: this.maxContextTokens,
-      busiestTarget: w.busiestTarget,
-      busiestTargetCount: w.busiestTargetCount,
-      topRepeat: w.topRepeat,
-      topSame: w.topSame,
-      cumRepeat: w.cumRepeat,
-      cycle: w.cycle,
-      inARow: w.inARow,
-      retrace: w.retrace,
-      mostRepeated: [...w.mostRepeated],
-      novelty: n ? this.novelInWindow / n : 1,
-      callsSinceNovel: this.callsSinceNovel,
-      injectedSinceLanded: this.injectedSinceLanded,
-      injectedTotal: this.injectedTotal,
-      flipFlops: this.revertedInWindow,
-      compactions: this.compactions,
-      lastLandedAt: this.lastLandedAt,
-      readOnly: this.readOnly,
-    };
+    return this.write(blankSignals(), [...this.mostRepeatedNow()]);
+  }
+
+  /**
+   * What the verdict reads now, in one object reused by every call: valid
+   * until the tracker changes, not to be kept (signals() is the one to keep).
+   */
+  signalsToJudge(): JudgeInput {
+    return this.writeJudged(this.scratch);
+  }
+
+  private writeJudged(s: JudgeInput): JudgeInput {
+    const w = this.window;
+    const n = w.size;
+    const r = w.repeats();
+    s.turns = this.turns;
+    s.turnsSinceLanded = this.turnsSinceLanded;
+    s.callsSinceLanded = this.callsSinceLanded;
+    s.usdSinceLanded = this.usdSinceLanded;
+    s.windowSize = n;
+    s.repeatShare = n ? (1 - w.distinctSame / n) * (1 - WEAK) + (1 - w.distinctNfp / n) * WEAK : 0;
+    s.failStreak = r.failStreak;
+    s.flipFlops = w.reverted;
+    s.topSame = r.topSame;
+    s.inARow = r.inARow;
+    s.cycle = r.cycle;
+    s.retrace = r.retrace;
+    s.cumRepeat = this.cumRepeatNow();
+    s.injectedSinceLanded = this.injectedSinceLanded;
+    s.novelty = n ? w.novel / n : 1;
+    s.callsSinceNovel = this.callsSinceNovel;
+    s.readOnly = this.readOnly;
+    return s;
+  }
+
+  /** Every signal: what the verdict reads, and the rest for the report. */
+  private write(s: Signals, mostRepeated: RepeatInfo[]): Signals {
+    this.writeJudged(s);
+    const w = this.window;
+    const n = w.size;
+    const r = w.repeats();
+    s.calls = this.calls;
+    s.landed = this.landed;
+    s.failures = this.failures;
+    s.promptTokensSinceLanded = this.promptTokensSinceLanded;
+    s.usdTotal = this.usdTotal;
+    s.dupShare = n ? 1 - w.distinctFp / n : 0;
+    s.ndupShare = n ? 1 - w.distinctNfp / n : 0;
+    s.sameShare = n ? 1 - w.distinctSame / n : 0;
+    s.failTarget = r.failTarget;
+    s.contextTokens = this.contextTokens;
+    s.maxContextTokens = this.maxContextTokens;
+    s.busiestTarget = r.busiestTarget;
+    s.busiestTargetCount = r.busiestTargetCount;
+    s.topRepeat = r.topRepeat;
+    s.mostRepeated = mostRepeated;
+    s.injectedTotal = this.injectedTotal;
+    s.compactions = this.compactions;
+    s.lastLandedAt = this.lastLandedAt;
+    return s;
   }
 
   /**
@@ -389,7 +346,7 @@ export class SessionTracker {
    * agent: until it explores new targets again), so a session that is still
    * stuck does not flap between ok and stalling.
    */
-  evaluate(signals: Signals = this.signals()): Judgement {
+  evaluate(signals: JudgeInput = this.signals()): Judgement {
     const now = judge(signals, this.policy.thresholds);
     if (
       this.readOnly &&
