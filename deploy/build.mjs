@@ -1,6 +1,7 @@
-// Bundles the three deliverables with esbuild: the CLI (Node), the opencode
-// plugin (one self-contained ESM file for opencode's Bun runtime) and the
-// admin page's browser script. Runs on `npm install` (prepare) and `npm start`.
+// Bundles the three deliverables with esbuild: the CLI (Node) with the replay
+// worker calibrate --db starts beside it (dist/calibrate-replay-worker.mjs), the
+// opencode plugin (one self-contained ESM file for opencode's Bun runtime) and
+// the admin page's browser script. Runs on `npm install` (prepare) and `npm start`.
 import { chmodSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +21,18 @@ await Promise.all([
     target: "node20",
     packages: "external",
     banner: { js: "#!/usr/bin/env node" },
+    define,
+    logLevel: "warning",
+  }),
+  // The CLI finds it as its sibling (router-ext/calibrate/replay-workers.ts).
+  build({
+    entryPoints: [join(root, "router-ext/calibrate/replay-worker.ts")],
+    outfile: join(root, "dist/calibrate-replay-worker.mjs"),
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
     define,
     logLevel: "warning",
   }),
