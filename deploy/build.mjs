@@ -6,6 +6,7 @@ import { chmodSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { replayWorkerBuild } from "./worker-build.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -24,18 +25,8 @@ await Promise.all([
     define,
     logLevel: "warning",
   }),
-  // The CLI finds it as its sibling (router-ext/calibrate/replay-workers.ts).
-  build({
-    entryPoints: [join(root, "router-ext/calibrate/replay-worker.ts")],
-    outfile: join(root, "dist/calibrate-replay-worker.mjs"),
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    define,
-    logLevel: "warning",
-  }),
+  // The CLI finds it as its sibling (router-ext/calibrate/worker-file.ts).
+  build(replayWorkerBuild(root, join(root, "dist/calibrate-replay-worker.mjs"), define)),
   build({
     entryPoints: [join(root, "plugin/index.ts")],
     outfile: join(root, "dist/plugin/stallguard.js"),

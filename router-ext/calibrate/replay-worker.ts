@@ -7,7 +7,7 @@
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { type Config, policyFromConfig, type ReplayResult, replay } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
-import { readSessions, type SessionListing } from "./sources.ts";
+import { readSessions, type SessionListing } from "./db-read.ts";
 
 export const WORKER_ROLE = "stallguard calibrate replay worker";
 

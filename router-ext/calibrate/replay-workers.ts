@@ -5,17 +5,15 @@
 // verdicts. The main thread puts them in the serial run's order, so the output
 // is byte-identical to --jobs 1. A worker that fails fails the run; every
 // worker is stopped on error and at the end.
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { type Config, type ReplayResult, treesOf } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
+import { malformedWarnings, type SessionListing } from "./db-read.ts";
 import { type Share, splitTrees, workerCount } from "./replay-shares.ts";
 import { type ReplayWorkerData, type ReplayWorkerMessage, WORKER_ROLE } from "./replay-worker.ts";
-import { applyFilters, type Filters, malformedWarnings, onDbOrCopy, type SessionListing } from "./sources.ts";
+import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
+import { replayWorkerFile, type WorkerFile } from "./worker-file.ts";
 
 export interface WorkersOptions extends Filters {
   jobs: number;
@@ -61,7 +59,13 @@ export async function replayDbInWorkers(path: string, opts: WorkersOptions): Pro
       reader.close();
       if (!plan) return null;
       opts.onPlanned?.({ workers: plan.shares.length, sessions: plan.chosen.length, rows: plan.rows });
-      const done = await runWorkers(path, p, plan, opts);
+      const file = await replayWorkerFile();
+      let done: Done[];
+      try {
+        done = await runWorkers(path, p, plan, opts, file);
+      } finally {
+        file.dispose();
+      }
       const run = inSerialOrder(plan, done, opts);
       if (!opts.copy && dataVersion(watch) !== before)
         run.warnings.push(
@@ -104,38 +108,27 @@ function rowCounts(db: Database.Database): Map<string, number> {
   return counts;
 }
 
-/**
- * A worker on the replay worker's file: from the esbuild bundle its sibling
- * dist/calibrate-replay-worker.mjs; from source (tsx, vitest) the .ts file
- * through tsx's loader, registered in the worker itself (node 20 does not run
- * a .ts worker on the loader the main thread was started with).
- */
-function startWorker(data: ReplayWorkerData): Worker {
-  const here = import.meta.url;
-  if (!here.endsWith(".ts"))
-    return new Worker(new URL("./calibrate-replay-worker.mjs", here), { workerData: data });
-  const entry = new URL("./replay-worker.ts", here).href;
-  const boot = `import(${JSON.stringify(tsxApi(here))}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(boot, { eval: true, workerData: data, execArgv: [] });
-}
-
-/** The file URL of tsx's ESM API (its "import" export of tsx/esm/api), resolved from `from`. */
-function tsxApi(from: string): string {
-  const pkgPath = createRequire(from).resolve("tsx/package.json");
-  const pkg = JSON.parse(readFileSync(pkgPath, "utf8")) as {
-    exports: Record<string, { import: { default: string } }>;
-  };
-  const api = pkg.exports["./esm/api"]?.import.default ?? "./dist/esm/api/index.mjs";
-  return pathToFileURL(join(dirname(pkgPath), api)).href;
-}
-
 type Done = Extract<ReplayWorkerMessage, { type: "done" }>;
 
 /** Starts a worker per share and waits for every result; the first failure stops them all. */
-function runWorkers(name: string, path: string, plan: Plan, opts: WorkersOptions): Promise<Done[]> {
+function runWorkers(
+  name: string,
+  path: string,
+  plan: Plan,
+  opts: WorkersOptions,
+  file: WorkerFile,
+): Promise<Done[]> {
   const n = plan.shares.length;
-  const base = { role: WORKER_ROLE, path, config: opts.config, timeline: opts.timeline } as const;
-  const workers = plan.shares.map((s) => startWorker({ ...base, trees: s.trees }));
+  const workers = plan.shares.map((s) => {
+    const workerData: ReplayWorkerData = {
+      role: WORKER_ROLE,
+      path,
+      config: opts.config,
+      timeline: opts.timeline,
+      trees: s.trees,
+    };
+    return new Worker(file.url, { workerData, execArgv: file.execArgv });
+  });
   const stopAll = () => Promise.all(workers.map((w) => w.terminate()));
   const done: Array<Done | undefined> = [];
   const read: number[] = workers.map(() => 0);
