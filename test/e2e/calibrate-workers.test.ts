@@ -2,30 +2,17 @@
 // calibrate --db across worker threads on its bundled worker
 // (dist/calibrate-replay-worker.mjs): the same bytes on stdout as --jobs 1,
 // and a worker that fails ends the run with the database named and exit 1.
-import { execFile } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { REPO } from "../helpers/opencode.ts";
+import { BUILT_CLI, type CliResult, node } from "../helpers/built-cli.ts";
 import { corruptToolPages, writeTreeDb } from "../helpers/tree-db.ts";
 
-const CLI = join(REPO, "dist", "stallguard.mjs");
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 function calibrate(args: string[]): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, "calibrate", ...args],
-      { cwd: REPO, timeout: 180_000, maxBuffer: 64 * 1024 * 1024, env: { PATH: process.env.PATH ?? "" } },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
+  return node([BUILT_CLI, "calibrate", ...args], {
+    env: { PATH: process.env.PATH ?? "" },
+    timeoutMs: 180_000,
   });
 }
 
