@@ -5,12 +5,13 @@
 import { availableParallelism } from "node:os";
 
 /**
- * Rows (parts and messages) a worker must have to be worth starting: a
- * worker's start-up (tens of ms bundled, more under tsx) buys about this many
- * rows of serial reading and judging. Measured: README, "Calibrate on your own
- * opencode history".
+ * Rows (parts and messages) a worker must have to be worth starting. Measured
+ * with the bundle on this repo's 2-core machine at load average 5 to 7,
+ * --jobs 1 against 2 alternating: 2 workers lost at 6,700 rows each (3.45 s
+ * against 2.88 s) and broke even at 13,500 (2.68 s against 2.76 s); a worker
+ * costs about 0.1 s of CPU to start and compiles the hot code again.
  */
-export const MIN_ROWS_PER_WORKER = 8_000;
+export const MIN_ROWS_PER_WORKER = 15_000;
 
 /** At most this many workers by default, whatever the core count. */
 export const MAX_DEFAULT_JOBS = 8;

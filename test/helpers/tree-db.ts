@@ -18,7 +18,7 @@ export function writeTreeDb(path: string, workers: number): string {
     .filter((f) => f.endsWith(".json") && f !== "labels.json")
     .sort()
     .map((f) => JSON.parse(readFileSync(join(RECORDED, f), "utf8")) as ExportDoc);
-  const synthetic = Math.ceil((workers * MIN_ROWS_PER_WORKER * 1.2) / ROWS_PER_SESSION / 3) * 3;
+  const synthetic = Math.ceil((workers * MIN_ROWS_PER_WORKER * 1.05) / ROWS_PER_SESSION / 3) * 3;
   let last = "";
   for (let i = 0; i < synthetic; i++) {
     const doc = syntheticSession(i, CALLS, { loopEvery: 4, steps: true });
