@@ -56,6 +56,8 @@ describe("calibrate --db --jobs N", () => {
       const par = await run({ db: dbPath, json: true, timeline: true, jobs });
       expect(par.code, par.err).toBe(0);
       expect(par.err).toContain(`across ${jobs} worker threads (--jobs ${jobs})`);
+      // Nobody wrote the file: no write is claimed (the workers' own reads commit nothing).
+      expect(par.err).not.toMatch(/was written while it was read/);
       expect(par.out).toBe(serial.out);
     }
     const table = await run({ db: dbPath, jobs: 1 });
