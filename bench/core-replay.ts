@@ -3,12 +3,14 @@
 // every part's data (the floor), read by the calibrator's loader (sessions
 // turned into observations as they are read), judged (replay() of what it
 // loaded), and loaded and judged in one go the way `stallguard calibrate --db`
-// does. Two databases by default: synthetic sessions, and the shared corpora
-// with the repo's recorded sets written to one db. The steps and the
+// does, in this thread (--jobs 1) and across worker threads (--jobs N: the
+// worker bundled as stallguard ships it, router-ext/calibrate/worker-file.ts). Two
+// databases by default: synthetic sessions, and the shared corpora with the
+// repo's recorded sets written to one db. The steps and the
 // databases alternate in every round, so a loaded machine slows them alike;
 // medians over the rounds.
 //
-//   npx tsx bench/core-replay.ts [--sessions 200] [--calls 500] [--repeats 5] [--flat]
+//   npx tsx bench/core-replay.ts [--sessions 200] [--calls 500] [--repeats 5] [--flat] [--jobs N]
 //   npx tsx bench/core-replay.ts --db path/to/opencode.db [--repeats 5]
 //
 // --db measures one database as it is (a copy of a real one): opened
@@ -20,6 +22,9 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import Database from "better-sqlite3";
+import { loadConfig } from "../router-ext/calibrate/config.ts";
+import { defaultJobs } from "../router-ext/calibrate/replay-shares.ts";
+import { replayDbInWorkers } from "../router-ext/calibrate/replay-workers.ts";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
 import { replay } from "../shared/index.ts";
 import { type ExportDoc, syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
@@ -32,6 +37,7 @@ const repeats = arg("repeats", 5);
 const flat = process.argv.includes("--flat");
 const dbArg = process.argv.indexOf("--db");
 const givenDb = dbArg >= 0 ? process.argv[dbArg + 1] : undefined;
+const jobs = arg("jobs", defaultJobs());
 const policy = defaultPolicy();
 const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
 const ROOT = join(import.meta.dirname, "..");
@@ -150,6 +156,15 @@ async function round(t: Target): Promise<void> {
       replay((await loadOpencodeDb(t.path, { observe })).sessions, policy);
     }),
   );
+  gcNow();
+  time("workers", await timeMsAsync(() => acrossWorkers(t.path)));
+}
+
+/** calibrate --db --jobs N's read and judge: the trees across `jobs` worker threads, on any db size. */
+async function acrossWorkers(path: string): Promise<void> {
+  const { config } = loadConfig({ env: {} });
+  const run = await replayDbInWorkers(path, { jobs, timeline: false, config, minRows: 0 });
+  if (!run) throw new Error(`${path}: no workers started`);
 }
 
 function report(t: Target): void {
@@ -174,10 +189,11 @@ function report(t: Target): void {
       row("loader: --db read into observations, one transaction", "load"),
       row("judge: replay() of the loaded sessions", "judge"),
       row("loader + judge in one go (calibrate --db)", "both"),
+      row(`loader + judge across ${jobs} worker threads (calibrate --db --jobs ${jobs})`, "workers"),
     ],
   );
   console.log(
-    `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x)`,
+    `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} worker threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (workers start cold every run, the rows above are warm from the rounds before)`,
   );
 }
 

@@ -1,5 +1,16 @@
+import { defaultJobs } from "./replay-shares.ts";
+
 /** A bad argument: the command exits 2 with the message. */
 export class UsageError extends Error {}
+
+/** --jobs: a whole number from 1 to 64; unset, the cores node reports (at most 8). */
+export function jobsOf(value: number | string | null | undefined): number {
+  if (value === null || value === undefined || value === "") return defaultJobs();
+  const n = typeof value === "number" ? value : /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1 || n > 64)
+    throw new UsageError(`--jobs: a whole number of worker threads from 1 to 64, not ${String(value)}`);
+  return n;
+}
 
 /**
  * Every value of a repeatable flag (`--export a --export b`, `--export=a`),

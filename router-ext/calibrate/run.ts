@@ -6,13 +6,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import {
+  type Config,
   type Policy,
   parseDuration,
   policyFromConfig,
   type ReplayResult,
   replay,
 } from "../../shared/index.ts";
-import { UsageError } from "./args.ts";
+import { jobsOf, UsageError } from "./args.ts";
 import { type Audit, audit, toExplain } from "./audit.ts";
 import { loadConfig } from "./config.ts";
 import { explainSessions } from "./explain.ts";
@@ -22,6 +23,7 @@ import { loadLabelsFrom } from "./labels-from.ts";
 import { type KnobMargin, margins as scanMargins } from "./margins.ts";
 import { createProgress } from "./progress.ts";
 import { renderAudit, renderMargins, renderSummary, renderSweep, renderTable, toJsonDoc } from "./render.ts";
+import { replayDbInWorkers } from "./replay-workers.ts";
 import {
   applyFilters,
   defaultOpencodeDb,
@@ -55,6 +57,8 @@ export interface CalibrateOptions {
   split?: boolean;
   /** Scan each threshold one at a time for its nearest false flag and missed loop. */
   margins?: boolean;
+  /** Worker threads for --db (a number or its text; default: the cores, at most 8; 1: none). */
+  jobs?: number | string | null;
 }
 
 export interface Io {
@@ -101,6 +105,8 @@ interface Loaded {
   sessions: SourceSession[];
   sets: LabelSet[];
   sourceNames: string[];
+  /** The database's verdicts when worker threads read and judged it (no sessions then). */
+  replayed: ReplayResult[] | null;
 }
 
 /**
@@ -108,22 +114,35 @@ interface Loaded {
  * with the label sets exports carry. The database's sessions are turned into
  * observations as they are read, with the policy's options (no stored records held).
  */
-async function loadSessions(r: Run, filters: Filters, policy: Policy): Promise<Loaded> {
+async function loadSessions(
+  r: Run,
+  filters: Filters,
+  policy: Policy,
+  run: { config: Config; jobs: number },
+): Promise<Loaded> {
   const { opts, io, progress, say } = r;
-  const out: Loaded = { sessions: [], sets: [], sourceNames: [] };
+  const out: Loaded = { sessions: [], sets: [], sourceNames: [], replayed: null };
   const exportsGiven = (opts.exports ?? []).filter(Boolean);
   const useDb = opts.db || (!exportsGiven.length && !opts.server);
   if (useDb) {
     const path = opts.db || defaultOpencodeDb(io.env);
-    const db = await loadOpencodeDb(path, {
-      ...filters,
-      copy: opts.copy ?? false,
-      onProgress: (d, t) => progress.step("reading sessions", d, t),
-      observe: { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers },
-    }).catch((err: unknown) => {
+    const wrap = (err: unknown): never => {
       // --db is opencode's database here, not stallguard's own store (serve --db).
       throw new Error(`--db (opencode's database, not stallguard's own store): ${(err as Error).message}`);
-    });
+    };
+    const { config, jobs } = run;
+    const par = inWorkers(opts, jobs)
+      ? await replayInWorkers(r, path, filters, config, jobs).catch(wrap)
+      : null;
+    const db = par
+      ? { sessions: [], warnings: par.warnings }
+      : await loadOpencodeDb(path, {
+          ...filters,
+          copy: opts.copy ?? false,
+          onProgress: (d, t) => progress.step("reading sessions", d, t),
+          observe: { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers },
+        }).catch(wrap);
+    out.replayed = par?.results ?? null;
     out.sessions.push(...db.sessions);
     for (const w of db.warnings) say(`warning: ${w}`);
     out.sourceNames.push(path);
@@ -146,6 +165,38 @@ async function loadSessions(r: Run, filters: Filters, policy: Policy): Promise<L
     out.sourceNames.push(opts.server);
   }
   return out;
+}
+
+/**
+ * Worker threads read and judge the database when it is the only source and
+ * nothing needs its sessions afterwards (labels, the sweep and the margins
+ * judge them again in this thread, so they read them here).
+ */
+function inWorkers(opts: CalibrateOptions, jobs: number): boolean {
+  const exportsGiven = (opts.exports ?? []).some(Boolean);
+  const needSessions = opts.labels || opts.labelsFrom || opts.sweep || opts.margins || opts.split;
+  return jobs > 1 && !exportsGiven && !opts.server && !needSessions;
+}
+
+/** The database read and judged across `jobs` worker threads; null when it is too small for them. */
+async function replayInWorkers(r: Run, path: string, filters: Filters, config: Config, jobs: number) {
+  const t0 = performance.now();
+  const run = await replayDbInWorkers(path, {
+    ...filters,
+    jobs,
+    copy: r.opts.copy ?? false,
+    timeline: Boolean(r.opts.html || r.opts.timeline),
+    config,
+    onProgress: (d, t) => r.progress.step("reading and judging sessions", d, t),
+  });
+  if (run) {
+    const calls = run.results.reduce((n, x) => n + x.calls, 0);
+    r.progress.done();
+    r.progress.note(
+      `read and replayed ${calls} tool call(s) in ${Math.round(performance.now() - t0)} ms across ${run.workers} worker threads (--jobs ${jobs})`,
+    );
+  }
+  return run;
 }
 
 /** Adds --labels (replacing the same file read beside the exports) and --labels-from to `sets`. */
@@ -311,18 +362,22 @@ export async function runCalibrate(opts: CalibrateOptions, io: Io): Promise<Cali
     };
     // A bad --grid is a usage error before anything is loaded.
     const asked = opts.sweep ? gridAxes(opts) : null;
+    const jobs = jobsOf(opts.jobs);
     const t0 = performance.now();
-    const { sessions, sets, sourceNames } = await loadSessions(r, filters, policy);
+    const { sessions, sets, sourceNames, replayed } = await loadSessions(r, filters, policy, {
+      config,
+      jobs,
+    });
     await addLabelSets(r, sets);
     const labels = mergeSets(sets);
     progress.done();
     progress.note(
-      `stallguard calibrate: ${sessions.length} session(s) from ${sourceNames.join(", ")} in ${Math.round(performance.now() - t0)} ms (config: ${configSources.join(" + ") || "built-in defaults"})`,
+      `stallguard calibrate: ${(replayed ?? sessions).length} session(s) from ${sourceNames.join(", ")} in ${Math.round(performance.now() - t0)} ms (config: ${configSources.join(" + ") || "built-in defaults"})`,
     );
-    const results = replayTimed(r, sessions, policy);
+    const results = replayed ?? replayTimed(r, sessions, policy);
     const counts = labelCounts(
       labels,
-      sessions.map((x) => x.id),
+      results.map((x) => x.id),
     );
     const axes = sweepAxes(r, asked, counts, sets.length > 0);
     if (!axes.ok) return fail(axes.message);

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { num, obj, type ReplaySession, type StoredMessage, type StoredOptions } from "../../shared/index.ts";
 import { opencodeDataDir, opencodeDbPath } from "../opencode-db/path.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
+import { malformedWarnings, readSessions } from "./db-read.ts";
 import { exportFiles } from "./export-paths.ts";
 import { type LabelSet, type Labels, mergeSets, parseLabelSet } from "./labels.ts";
 
@@ -198,32 +199,36 @@ export function readOpencodeDb(
   return reader.snapshot(() => {
     const all = reader.allSessions();
     const chosen = applyFilters(all.rows, filters);
-    const out: SourceSession[] = [];
-    let bad = all.malformed;
-    for (const [i, s] of chosen.entries()) {
-      const session: SourceSession = {
-        id: s.id,
-        parentId: s.parentId,
-        directory: s.directory,
-        title: s.title,
-        updated: s.updated,
-        messages: [],
-      };
-      if (observe) {
-        const read = reader.observations(session, observe);
-        bad += read.malformed;
-        session.observed = { observations: read.observations, opts: observe };
-      } else {
-        const read = reader.messages(s.id);
-        bad += read.malformed;
-        session.messages = read.messages;
-      }
-      out.push(session);
-      onProgress?.(i + 1, chosen.length);
-    }
-    const warnings = bad ? [`${bad} malformed session/message/part row(s) skipped`] : [];
-    return { sessions: out, warnings };
+    const read = readSessions(reader, chosen, onProgress, observe);
+    const bad = all.malformed + read.malformed;
+    return { sessions: read.sessions, warnings: malformedWarnings(bad) };
   });
+}
+
+/**
+ * Runs `fn` on the database at `path`, or with `copy` on a copy SQLite's
+ * backup API makes in a temp folder (one snapshot of a file opencode may be
+ * writing), deleted afterwards.
+ */
+export async function onDbOrCopy<T>(
+  path: string,
+  copy: boolean,
+  fn: (path: string) => T | Promise<T>,
+): Promise<T> {
+  if (!copy) return await fn(path);
+  const tmp = mkdtempSync(join(tmpdir(), "stallguard-calibrate-"));
+  try {
+    const copyPath = join(tmp, "opencode-copy.db");
+    const source = OpencodeDb.open(path);
+    try {
+      await source.backup(copyPath);
+    } finally {
+      source.close();
+    }
+    return await fn(copyPath);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -233,22 +238,15 @@ export function readOpencodeDb(
  * temp file first and the copy is read, then deleted.
  */
 export async function loadOpencodeDb(path: string, opts: DbOptions = {}): Promise<Loaded> {
-  let reader = OpencodeDb.open(path);
-  let tmp: string | null = null;
-  try {
-    if (opts.copy) {
-      tmp = mkdtempSync(join(tmpdir(), "stallguard-calibrate-"));
-      const copyPath = join(tmp, "opencode-copy.db");
-      await reader.backup(copyPath);
+  return onDbOrCopy(path, opts.copy ?? false, (p) => {
+    const reader = OpencodeDb.open(p);
+    try {
+      const { sessions, warnings } = readOpencodeDb(reader, opts, opts.onProgress, opts.observe);
+      return { sessions, labels: {}, sets: [], warnings, ignored: [] };
+    } finally {
       reader.close();
-      reader = OpencodeDb.open(copyPath);
     }
-    const { sessions, warnings } = readOpencodeDb(reader, opts, opts.onProgress, opts.observe);
-    return { sessions, labels: {}, sets: [], warnings, ignored: [] };
-  } finally {
-    reader.close();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------

@@ -43,6 +43,9 @@ export default defineCommand({
     top: stringArg("Sweep rows to print (default 10)"),
     config: stringArg("Extra config YAML layered over config/config.yaml"),
     quiet: switchArg("No progress on stderr"),
+    jobs: stringArg(
+      "Worker threads that read and judge --db's session trees (default: the cores, at most 8; 1: none). A small db, or one run with --labels, --sweep or --margins, is read in one thread",
+    ),
   },
   async run({ args, rawArgs, data }): Promise<number> {
     const io = data as CliIo;
@@ -74,6 +77,7 @@ export default defineCommand({
         quiet: Boolean(args.quiet),
         split: Boolean(args.split),
         margins: Boolean(args.margins),
+        jobs: typeof args.jobs === "string" ? args.jobs : null,
         ...(top !== undefined && Number.isInteger(top) && top > 0 ? { top } : {}),
       },
       { stdout: io.stdout, stderr: io.stderr, env: io.env, now: io.now },

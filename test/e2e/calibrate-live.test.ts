@@ -3,7 +3,6 @@
 // live opencode.db while opencode is still running, on its copy, through the
 // server's HTTP API and on `opencode export` output. A change in opencode's
 // stored shapes shows up here as a wrong verdict.
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,28 +16,11 @@ import {
   scenario,
   scrub,
 } from "../fixtures/record-corpus.ts";
+import { BUILT_CLI, type CliResult, node } from "../helpers/built-cli.ts";
 import { type ModelServer, scriptRouter, startModelServer } from "../helpers/model-server.ts";
 import { type OpencodeServer, startOpencode } from "../helpers/opencode.ts";
 
-const REPO = join(import.meta.dirname, "..", "..");
-const CLI = join(REPO, "dist", "stallguard.mjs");
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-function node(args: string[]): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      args,
-      { cwd: REPO, timeout: 120_000, maxBuffer: 32 * 1024 * 1024 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const CLI = BUILT_CLI;
 
 type Session = {
   id: string;

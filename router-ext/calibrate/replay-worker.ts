@@ -1,0 +1,73 @@
+// One replay worker thread of calibrate --db --jobs N: opens opencode.db
+// read-only itself, reads its share of session trees in one read transaction
+// (each tree read and judged before the next, so one tree's observations are
+// held at a time) and sends back only what calibrate prints: the verdicts
+// (with timelines when asked), never content. Started by
+// router-ext/calibrate/replay-workers.ts; bundled as dist/calibrate-replay-worker.mjs.
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { type Config, policyFromConfig, type ReplayResult, replay } from "../../shared/index.ts";
+import { OpencodeDb } from "../opencode-db/reader.ts";
+import { readSessions, type SessionListing } from "./db-read.ts";
+
+export const WORKER_ROLE = "stallguard calibrate replay worker";
+
+/** What a worker is started with (structured clone: plain data). */
+export interface ReplayWorkerData {
+  role: typeof WORKER_ROLE;
+  path: string;
+  /** The loaded config: the worker makes the same policy from it. */
+  config: Config;
+  timeline: boolean;
+  /** The share's trees, each a root and its descendants, in the serial run's order. */
+  trees: SessionListing[][];
+}
+
+/** What a worker sends: sessions read so far, then its results or why it failed, once. */
+export type ReplayWorkerMessage =
+  | { type: "progress"; sessions: number }
+  | { type: "done"; results: ReplayResult[]; malformed: number }
+  | { type: "failed"; message: string };
+
+const PROGRESS_EVERY_MS = 100;
+
+/** Reads and judges a share; `post` receives the progress and the results. */
+export function runShare(data: ReplayWorkerData, post: (m: ReplayWorkerMessage) => void): void {
+  const policy = policyFromConfig(data.config);
+  const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+  const reader = OpencodeDb.open(data.path);
+  try {
+    const done = reader.snapshot(() => {
+      const results: ReplayResult[] = [];
+      let malformed = 0;
+      let sessions = 0;
+      let said = Date.now();
+      for (const tree of data.trees) {
+        const read = readSessions(reader, tree, undefined, observe);
+        malformed += read.malformed;
+        for (const r of replay(read.sessions, policy, { timeline: data.timeline })) results.push(r);
+        sessions += tree.length;
+        if (Date.now() - said >= PROGRESS_EVERY_MS) {
+          said = Date.now();
+          post({ type: "progress", sessions });
+        }
+      }
+      return { results, malformed };
+    });
+    post({ type: "done", ...done });
+  } finally {
+    reader.close();
+  }
+}
+
+// Started as a worker. A failure is sent as a message: an error thrown out of
+// a worker reaches the main thread cloned, and a driver's error class (better-
+// sqlite3's SqliteError) arrives without its message.
+if (!isMainThread && parentPort && (workerData as ReplayWorkerData | null)?.role === WORKER_ROLE) {
+  const port = parentPort;
+  try {
+    runShare(workerData as ReplayWorkerData, (m) => port.postMessage(m));
+  } catch (err) {
+    port.postMessage({ type: "failed", message: String((err as Error)?.message ?? err) });
+    process.exitCode = 1;
+  }
+}

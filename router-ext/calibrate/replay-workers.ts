@@ -1,0 +1,187 @@
+// calibrate --db across cores: the main thread lists the sessions (one cheap
+// read), splits the session trees into balanced shares and starts one worker
+// thread per share (router-ext/calibrate/replay-worker.ts); each opens the
+// file read-only itself, reads and judges its share and sends back only the
+// verdicts. The main thread puts them in the serial run's order, so the output
+// is byte-identical to --jobs 1. A worker that fails fails the run; every
+// worker is stopped on error and at the end.
+import { Worker } from "node:worker_threads";
+import Database from "better-sqlite3";
+import { type Config, type ReplayResult, treesOf } from "../../shared/index.ts";
+import { OpencodeDb } from "../opencode-db/reader.ts";
+import { malformedWarnings, type SessionListing } from "./db-read.ts";
+import { type Share, splitTrees, workerCount } from "./replay-shares.ts";
+import { type ReplayWorkerData, type ReplayWorkerMessage, WORKER_ROLE } from "./replay-worker.ts";
+import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
+import { replayWorkerFile, type WorkerFile } from "./worker-file.ts";
+
+export interface WorkersOptions extends Filters {
+  jobs: number;
+  copy?: boolean;
+  timeline: boolean;
+  /** The loaded config: each worker makes the run's policy from it. */
+  config: Config;
+  /** Rows a worker must have to be started (replay-shares.ts MIN_ROWS_PER_WORKER). */
+  minRows?: number;
+  onProgress?: (done: number, total: number) => void;
+  /** Called once the shares are made, before any worker starts. */
+  onPlanned?: (plan: { workers: number; sessions: number; rows: number }) => void;
+}
+
+export interface WorkersRun {
+  /** One per session listed, in the serial run's order. */
+  results: ReplayResult[];
+  warnings: string[];
+  workers: number;
+}
+
+interface Plan {
+  chosen: SessionListing[];
+  shares: Share<SessionListing>[];
+  rows: number;
+  malformed: number;
+}
+
+/**
+ * Reads and judges `path` across worker threads; null when the database is
+ * too small to gain from them (the caller then reads it in its own thread).
+ */
+export async function replayDbInWorkers(path: string, opts: WorkersOptions): Promise<WorkersRun | null> {
+  return onDbOrCopy(path, opts.copy ?? false, async (p) => {
+    // Opened first: its shape check says clearly why a file cannot be read.
+    const reader = OpencodeDb.open(p);
+    // Its own connection watches for writes (data_version) while the workers read.
+    let watch: Database.Database | null = null;
+    try {
+      watch = new Database(p, { readonly: true, fileMustExist: true });
+      const before = dataVersion(watch);
+      const plan = planShares(reader, watch, opts);
+      reader.close();
+      if (!plan) return null;
+      opts.onPlanned?.({ workers: plan.shares.length, sessions: plan.chosen.length, rows: plan.rows });
+      const file = await replayWorkerFile();
+      let done: Done[];
+      try {
+        done = await runWorkers(path, p, plan, opts, file);
+      } finally {
+        file.dispose();
+      }
+      const run = inSerialOrder(plan, done, opts);
+      if (!opts.copy && dataVersion(watch) !== before)
+        run.warnings.push(
+          `${path} was written while it was read: a session updated meanwhile may be judged at a newer state than the listing (a sub-agent session started meanwhile is left out); --copy reads one snapshot`,
+        );
+      return run;
+    } finally {
+      reader.close();
+      watch?.close();
+    }
+  });
+}
+
+/** Changes whenever another connection commits to the file. */
+function dataVersion(db: Database.Database): number {
+  return db.pragma("data_version", { simple: true }) as number;
+}
+
+/** The sessions chosen by the filters, in trees, split into shares by the rows each tree holds. */
+function planShares(reader: OpencodeDb, watch: Database.Database, opts: WorkersOptions): Plan | null {
+  const listed = reader.snapshot(() => reader.allSessions());
+  const chosen: SessionListing[] = applyFilters(listed.rows, opts);
+  const counts = rowCounts(watch);
+  const weight = (tree: readonly SessionListing[]) => tree.reduce((n, s) => n + (counts.get(s.id) ?? 0), 0);
+  const trees = treesOf(chosen);
+  const rows = weight(chosen);
+  const n = workerCount(opts.jobs, trees.length, rows, opts.minRows);
+  if (n < 2) return null;
+  return { chosen, shares: splitTrees(trees, weight, n), rows, malformed: listed.malformed };
+}
+
+/** Part and message rows per session: one indexed count per table. */
+function rowCounts(db: Database.Database): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const table of ["part", "message"]) {
+    const sql = `SELECT session_id, count(*) FROM ${table} GROUP BY session_id`;
+    for (const [id, n] of db.prepare(sql).raw().iterate() as Iterable<[unknown, number]>)
+      if (typeof id === "string") counts.set(id, (counts.get(id) ?? 0) + n);
+  }
+  return counts;
+}
+
+type Done = Extract<ReplayWorkerMessage, { type: "done" }>;
+
+/** Starts a worker per share and waits for every result; the first failure stops them all. */
+function runWorkers(
+  name: string,
+  path: string,
+  plan: Plan,
+  opts: WorkersOptions,
+  file: WorkerFile,
+): Promise<Done[]> {
+  const n = plan.shares.length;
+  const workers = plan.shares.map((s) => {
+    const workerData: ReplayWorkerData = {
+      role: WORKER_ROLE,
+      path,
+      config: opts.config,
+      timeline: opts.timeline,
+      trees: s.trees,
+    };
+    return new Worker(file.url, { workerData, execArgv: file.execArgv });
+  });
+  const stopAll = () => Promise.all(workers.map((w) => w.terminate()));
+  const done: Array<Done | undefined> = [];
+  const read: number[] = workers.map(() => 0);
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (i: number, why: string) => {
+      if (settled) return;
+      settled = true;
+      const error = new Error(`replay worker ${i + 1} of ${n} failed reading ${name}: ${why}`);
+      void stopAll().then(
+        () => reject(error),
+        () => reject(error),
+      );
+    };
+    workers.forEach((w, i) => {
+      w.on("message", (m: ReplayWorkerMessage) => {
+        if (settled) return;
+        if (m.type === "failed") return fail(i, m.message);
+        if (m.type === "progress") {
+          read[i] = m.sessions;
+          opts.onProgress?.(
+            read.reduce((a, b) => a + b, 0),
+            plan.chosen.length,
+          );
+          return;
+        }
+        done[i] = m;
+        if (done.filter(Boolean).length < n) return;
+        settled = true;
+        void stopAll().then(() => resolve(done as Done[]), reject);
+      });
+      w.on("error", (err) => fail(i, String((err as Error | undefined)?.message ?? err)));
+      w.on("messageerror", (err) => fail(i, `unreadable message: ${err.message}`));
+      w.on("exit", (code) => {
+        if (!done[i]) fail(i, `it exited (code ${code}) before sending its results`);
+      });
+    });
+  });
+}
+
+/** The workers' results in the order of the listing; a session left unanswered fails the run. */
+function inSerialOrder(plan: Plan, done: Done[], opts: WorkersOptions): WorkersRun {
+  const byId = new Map<string, ReplayResult>();
+  let malformed = plan.malformed;
+  for (const d of done) {
+    malformed += d.malformed;
+    for (const r of d.results) byId.set(r.id, r);
+  }
+  const results = plan.chosen.map((s) => {
+    const r = byId.get(s.id);
+    if (!r) throw new Error(`no replay worker answered for session ${s.id}`);
+    return r;
+  });
+  opts.onProgress?.(results.length, results.length);
+  return { results, warnings: malformedWarnings(malformed), workers: plan.shares.length };
+}

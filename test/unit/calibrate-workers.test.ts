@@ -1,0 +1,177 @@
+// calibrate --db across worker threads (--jobs N), on real SQLite files and
+// real worker threads (from source: through tsx's loader): the output is the
+// serial run's byte for byte, a small db stays in the main thread, and a
+// worker that fails fails the run with the database named, every worker gone.
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { syntheticSessions, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
+import { loadConfig } from "../../router-ext/calibrate/config.ts";
+import { defaultJobs, splitTrees, workerCount } from "../../router-ext/calibrate/replay-shares.ts";
+import { replayDbInWorkers } from "../../router-ext/calibrate/replay-workers.ts";
+import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
+import { calibrateCaptured } from "../helpers/calibrate-run.ts";
+import { corruptToolPages, writeTreeDb } from "../helpers/tree-db.ts";
+
+let tmp: string;
+let dbPath: string;
+let lastSession: string;
+beforeAll(() => {
+  tmp = mkdtempSync(join(tmpdir(), "stallguard-cal-workers-"));
+  dbPath = join(tmp, "opencode.db");
+  lastSession = writeTreeDb(dbPath, 3);
+}, 60_000);
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const run = (opts: CalibrateOptions) => calibrateCaptured(opts, { now: 1_000_000_000_000 });
+const threads = () => readdirSync("/proc/self/task").length;
+
+/** The thread count once it stops falling (a terminated worker's thread ends shortly after). */
+async function settledThreads(): Promise<number> {
+  let n = threads();
+  for (let i = 0; i < 40; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const now = threads();
+    if (now === n && i >= 4) return now;
+    n = now;
+  }
+  return n;
+}
+
+type Doc = { sessions: Array<{ id: string; parent_id: string | null; worst: string; timeline: unknown[] }> };
+
+describe("calibrate --db --jobs N", () => {
+  test("--jobs 2 and 3 print exactly what --jobs 1 prints (--json --timeline, the table, --session)", async () => {
+    const serial = await run({ db: dbPath, json: true, timeline: true, jobs: 1 });
+    expect(serial.code, serial.err).toBe(0);
+    expect(serial.err).not.toMatch(/worker thread/);
+    const doc = JSON.parse(serial.out) as Doc;
+    // Trees with children and grandchildren, loops flagged, timelines filled: a fair test.
+    expect(doc.sessions.filter((s) => s.parent_id !== null).length).toBeGreaterThan(20);
+    expect(doc.sessions.filter((s) => s.worst !== "ok").length).toBeGreaterThan(3);
+    expect(doc.sessions.every((s) => s.timeline.length > 0)).toBe(true);
+    for (const jobs of [2, 3]) {
+      const par = await run({ db: dbPath, json: true, timeline: true, jobs });
+      expect(par.code, par.err).toBe(0);
+      expect(par.err).toContain(`across ${jobs} worker threads (--jobs ${jobs})`);
+      // Nobody wrote the file: no write is claimed (the workers' own reads commit nothing).
+      expect(par.err).not.toMatch(/was written while it was read/);
+      expect(par.out).toBe(serial.out);
+    }
+    const table = await run({ db: dbPath, jobs: 1 });
+    const tablePar = await run({ db: dbPath, jobs: "2" });
+    expect(tablePar.err).toContain("across 2 worker threads");
+    expect(tablePar.out).toBe(table.out);
+    // A root picked by --session brings its descendants, in either mode.
+    const root = doc.sessions.find((s) => s.parent_id === null && s.id.endsWith("bench"))?.id as string;
+    const one = await run({ db: dbPath, json: true, sessions: [root], jobs: 1 });
+    const onePar = await run({ db: dbPath, json: true, sessions: [root], jobs: 2 });
+    expect((JSON.parse(one.out) as Doc).sessions).toHaveLength(3);
+    expect(onePar.out).toBe(one.out);
+  }, 180_000);
+
+  test("a small db stays in the main thread whatever --jobs says", async () => {
+    const small = join(tmp, "small.db");
+    writeOpencodeDb(small, syntheticSessions(3, 40, { loopEvery: 3 }));
+    const r = await run({ db: small, json: true, jobs: 4 });
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toMatch(/replayed 120 tool call\(s\) in \d+ ms/);
+    expect(r.err).not.toMatch(/worker thread/);
+  });
+
+  test("a worker that fails fails the run: the database named, nothing printed, every worker gone", async () => {
+    const broken = join(tmp, "broken.db");
+    copyFileSync(dbPath, broken);
+    expect(corruptToolPages(broken, lastSession)).toBeGreaterThan(0);
+    const before = await settledThreads();
+    const r = await run({ db: broken, json: true, jobs: 3 });
+    expect(r.code).toBe(1);
+    expect(r.out).toBe("");
+    expect(r.err).toMatch(
+      new RegExp(
+        `--db \\(opencode's database.*\\): replay worker \\d of 3 failed reading ${broken}: .*malformed`,
+      ),
+    );
+    expect(await settledThreads()).toBe(before);
+    // The serial run fails on the same page, with the same exit code.
+    const serial = await run({ db: broken, json: true, jobs: 1 });
+    expect(serial.code).toBe(1);
+    expect(serial.err).toMatch(/malformed/);
+  }, 120_000);
+
+  test("a database removed once the trees are split: every worker fails to open it, said", async () => {
+    const gone = join(tmp, "gone.db");
+    copyFileSync(dbPath, gone);
+    const { config } = loadConfig({ env: {} });
+    const result = replayDbInWorkers(gone, {
+      jobs: 2,
+      timeline: false,
+      config,
+      onPlanned: () => unlinkSync(gone),
+    });
+    await expect(result).rejects.toThrow(
+      new RegExp(
+        `replay worker \\d of 2 failed reading ${gone}: cannot open ${gone} read-only: no such file`,
+      ),
+    );
+  }, 60_000);
+
+  test("a write during the run is said: the listing's sessions only, and how to get one snapshot", async () => {
+    const live = join(tmp, "live.db");
+    copyFileSync(dbPath, live);
+    const { config } = loadConfig({ env: {} });
+    const run = await replayDbInWorkers(live, {
+      jobs: 2,
+      timeline: false,
+      config,
+      onPlanned: () => {
+        const w = new Database(live);
+        w.prepare(
+          "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES ('ses_new', 'p', 's', '/d', 't', '1', 1, 1)",
+        ).run();
+        w.close();
+      },
+    });
+    expect(run?.workers).toBe(2);
+    expect(run?.results.some((x) => x.id === "ses_new")).toBe(false);
+    expect(run?.warnings.join("\n")).toMatch(/was written while it was read: .* --copy reads one snapshot/);
+    const copied = await replayDbInWorkers(live, { jobs: 2, timeline: false, config, copy: true });
+    expect(copied?.warnings).toEqual([]);
+    expect(copied?.results.some((x) => x.id === "ses_new")).toBe(true);
+  }, 60_000);
+
+  test("--jobs takes a whole number from 1 to 64 (a usage error otherwise)", async () => {
+    for (const bad of ["0", "two", "65", "1.5"]) {
+      const r = await run({ db: dbPath, jobs: bad });
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/--jobs: a whole number of worker threads from 1 to 64/);
+    }
+  });
+});
+
+describe("splitting session trees into shares", () => {
+  const tree = (name: string, size: number) => Array.from({ length: size }, (_, i) => `${name}${i}`);
+
+  test("trees are never split, shares are balanced, and each keeps the input order", () => {
+    const trees = [tree("a", 5), tree("b", 1), tree("c", 4), tree("d", 2), tree("e", 3), tree("f", 1)];
+    const shares = splitTrees(trees, (t) => t.length, 2);
+    expect(shares.map((s) => s.rows)).toEqual([8, 8]);
+    expect(shares.flatMap((s) => s.trees).sort()).toEqual([...trees].sort());
+    for (const s of shares) {
+      const at = s.trees.map((t) => trees.indexOf(t));
+      expect(at).toEqual([...at].sort((x, y) => x - y));
+    }
+    expect(splitTrees([tree("a", 3)], (t) => t.length, 4)).toHaveLength(1);
+  });
+
+  test("workers: at most --jobs, one per tree, and enough rows each; the default is the cores, at most 8", () => {
+    expect(workerCount(4, 10, 100_000, 10_000)).toBe(4);
+    expect(workerCount(4, 2, 100_000, 10_000)).toBe(2);
+    expect(workerCount(4, 10, 25_000, 10_000)).toBe(2);
+    expect(workerCount(4, 10, 9_999, 10_000)).toBe(1);
+    expect(defaultJobs(2)).toBe(2);
+    expect(defaultJobs(32)).toBe(8);
+  });
+});
