@@ -67,12 +67,8 @@ const OK: Judgement = Object.freeze({ verdict: "ok", reason: null });
 
 /** Both levels of a thresholds object, made once: judge() runs per observation (thresholds are replaced, never changed in place). */
 const levelCache = new WeakMap<Thresholds, { loop: Level; warn: Level }>();
-/** The last thresholds asked for and their levels: one replay or one plugin asks for the same ones every time. */
-let lastThresholds: Thresholds | null = null;
-let lastLevels: { loop: Level; warn: Level } | null = null;
 
 function levelsOf(t: Thresholds): { loop: Level; warn: Level } {
-  if (t === lastThresholds && lastLevels) return lastLevels;
   let l = levelCache.get(t);
   if (!l) {
     l = {
@@ -101,8 +97,6 @@ function levelsOf(t: Thresholds): { loop: Level; warn: Level } {
     };
     levelCache.set(t, l);
   }
-  lastThresholds = t;
-  lastLevels = l;
   return l;
 }
 
