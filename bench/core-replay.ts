@@ -4,7 +4,7 @@
 // turned into observations as they are read), judged (replay() of what it
 // loaded), and loaded and judged in one go the way `stallguard calibrate --db`
 // does, in this thread (--jobs 1) and across worker threads (--jobs N: the
-// worker bundled as stallguard ships it, router-ext/calibrate/worker-file.ts). Two
+// worker bundled as stallguard ships it, router-ext/worker-file.ts). Two
 // databases by default: synthetic sessions, and the shared corpora with the
 // repo's recorded sets written to one db. The steps and the
 // databases alternate in every round, so a loaded machine slows them alike;

@@ -1,12 +1,13 @@
-// Bundles the three deliverables with esbuild: the CLI (Node) with the replay
-// worker calibrate --db starts beside it (dist/calibrate-replay-worker.mjs), the
+// Bundles the three deliverables with esbuild: the CLI (Node) with the worker
+// threads it starts beside it (dist/calibrate-replay-worker.mjs for calibrate
+// --db, dist/gate-writer-worker.mjs for serve's SQLite writes), the
 // opencode plugin (one self-contained ESM file for opencode's Bun runtime) and
 // the admin page's browser script. Runs on `npm install` (prepare) and `npm start`.
 import { chmodSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { replayWorkerBuild } from "./worker-build.mjs";
+import { WORKERS, workerBuild } from "./worker-build.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -25,8 +26,10 @@ await Promise.all([
     define,
     logLevel: "warning",
   }),
-  // The CLI finds it as its sibling (router-ext/calibrate/worker-file.ts).
-  build(replayWorkerBuild(root, join(root, "dist/calibrate-replay-worker.mjs"), define)),
+  // The CLI finds them as its siblings (router-ext/worker-file.ts).
+  ...Object.keys(WORKERS).map((name) =>
+    build(workerBuild(root, name, join(root, `dist/${name}.mjs`), define)),
+  ),
   build({
     entryPoints: [join(root, "plugin/index.ts")],
     outfile: join(root, "dist/plugin/stallguard.js"),

@@ -1,8 +1,11 @@
-// Types of deploy/worker-build.mjs for router-ext/calibrate/worker-file.ts.
+// Types of deploy/worker-build.mjs for router-ext/worker-file.ts.
 import type { BuildOptions } from "esbuild";
 
-export function replayWorkerBuild(
+export const WORKERS: Record<"calibrate-replay-worker" | "gate-writer-worker", string>;
+
+export function workerBuild(
   root: string,
+  name: keyof typeof WORKERS,
   outfile: string,
   define?: Record<string, string>,
 ): BuildOptions;

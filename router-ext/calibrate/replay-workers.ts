@@ -9,11 +9,11 @@ import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { type Config, type ReplayResult, treesOf } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
+import { type WorkerFile, workerFile } from "../worker-file.ts";
 import { malformedWarnings, type SessionListing } from "./db-read.ts";
 import { type Share, splitTrees, workerCount } from "./replay-shares.ts";
 import { type ReplayWorkerData, type ReplayWorkerMessage, WORKER_ROLE } from "./replay-worker.ts";
 import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
-import { replayWorkerFile, type WorkerFile } from "./worker-file.ts";
 
 export interface WorkersOptions extends Filters {
   jobs: number;
@@ -59,13 +59,8 @@ export async function replayDbInWorkers(path: string, opts: WorkersOptions): Pro
       reader.close();
       if (!plan) return null;
       opts.onPlanned?.({ workers: plan.shares.length, sessions: plan.chosen.length, rows: plan.rows });
-      const file = await replayWorkerFile();
-      let done: Done[];
-      try {
-        done = await runWorkers(path, p, plan, opts, file);
-      } finally {
-        file.dispose();
-      }
+      const file = await workerFile("calibrate-replay-worker");
+      const done = await runWorkers(path, p, plan, opts, file);
       const run = inSerialOrder(plan, done, opts);
       if (!opts.copy && dataVersion(watch) !== before)
         run.warnings.push(

@@ -13,23 +13,10 @@
 // than the request's own record.
 import type { RefusalScope } from "../api/schemas.ts";
 import type { GateIdentity, PluginLinkHeaders, RequestRecord } from "../gate/types.ts";
-import { ModesStore } from "../modes/store.ts";
-import type { Sql } from "../store/sql.ts";
-import { openTables, type Tables } from "./open-tables.ts";
+import { emptyGateBatch, type GateBatch, writeGateBatch } from "./gate-batch.ts";
 import type { PluginLinkSeen } from "./tables/plugin-links.ts";
-import { isUnavailable, type WriteQueue } from "./write-queue.ts";
-
-interface Batch {
-  identities: Map<string, { identity: GateIdentity; sessionId: string; key: string; at: number }>;
-  /** Sessions whose identity is written: only the time their plugin's headers were seen moves. */
-  plugins: Map<string, { version: string; at: number }>;
-  /** Plugin instance -> what its headers said last, and when. */
-  links: Map<string, { seen: PluginLinkSeen; sig: string; at: number }>;
-  refusals: Array<{ sessionId: string; scope: RefusalScope; refusedAt: number; at: number }>;
-  records: RequestRecord[];
-  /** Session -> latest request start. */
-  touches: Map<string, number>;
-}
+import type { WriteQueue } from "./write-queue.ts";
+import { errorFrom, type GateBatchJob, type GateBatchReport } from "./writer-jobs.ts";
 
 /** At most this many sessions are remembered as written (then all are written once more). */
 const WRITTEN_MAX = 100_000;
@@ -44,7 +31,7 @@ const TOUCH_EVERY_MS = 1000;
 const HEADERS_SEEN_EVERY_MS = 10_000;
 
 export class GateWrites {
-  private batch: Batch | null = null;
+  private batch: GateBatch | null = null;
   /** Session -> the identity last written for it, and when its last-seen times were last written. */
   private readonly written = new Map<string, string>();
   private readonly touched = new Map<string, number>();
@@ -94,72 +81,52 @@ export class GateWrites {
       b.touches.set(s, Math.max(b.touches.get(s) ?? 0, r.started_at));
   }
 
-  private current(): Batch {
+  private current(): GateBatch {
     if (this.batch) return this.batch;
-    const b: Batch = {
-      identities: new Map(),
-      plugins: new Map(),
-      links: new Map(),
-      refusals: [],
-      records: [],
-      touches: new Map(),
-    };
+    const b = emptyGateBatch();
     this.batch = b;
-    this.writes.defer("gate batch", (q) => {
-      if (this.batch === b) this.batch = null;
-      return this.write(b, q);
-    });
+    /** The batch leaves: later writes start a new one, and what it writes is not queued again soon. */
+    const take = () => {
+      if (this.batch !== b) return;
+      this.batch = null;
+      this.remember(b);
+    };
+    this.writes.defer(
+      "gate batch",
+      (q) => {
+        take();
+        return writeGateBatch(b, q, (label, err) => this.writes.drop(label, err));
+      },
+      {
+        take: (): GateBatchJob => {
+          take();
+          return { kind: "gate batch", batch: b };
+        },
+        settle: (out) => {
+          for (const d of (out as GateBatchReport).drops) this.writes.drop(d.label, errorFrom(d.error));
+        },
+      },
+    );
     return b;
   }
 
   /**
-   * Runs inside the queue's transaction, on tables the facts do not observe
-   * (they learnt all this first); a write the database refuses rolls the
-   * batch back for a retry.
+   * Notes what a batch writes as it leaves (a retry writes the same), so the
+   * same identity, link or last-seen time is not queued again soon; an item
+   * the database then drops for its own reason would fail again anyway.
    */
-  private async write(b: Batch, q: Sql): Promise<void> {
-    const t = openTables(q);
-    const modes = new ModesStore(t);
-    for (const { identity, sessionId, key, at } of b.identities.values())
-      await this.each("gate identity", async () => {
-        const parent = identity.parent && identity.parent.length <= 200 ? identity.parent : null;
-        const agent = identity.agent ? identity.agent.slice(0, 64) : null;
-        await t.sessions.learn(
-          { session_id: sessionId, parent_id: parent, root_id: null, agent, source: "gate" },
-          at,
-        );
-        if (identity.pluginVersion) await this.headersSeen(t, sessionId, identity.pluginVersion, at);
-        remember(this.written, sessionId, key);
-      });
-    for (const [sessionId, p] of b.plugins)
-      await this.each("plugin headers seen", () => this.headersSeen(t, sessionId, p.version, p.at));
-    for (const [instanceId, l] of b.links)
-      await this.each("plugin link", async () => {
-        await t.pluginLinks.seen(l.seen, l.at);
-        remember(this.linksWritten, instanceId, { sig: l.sig, at: l.at });
-      });
-    for (const r of b.refusals)
-      await this.each("refusal count", () => modes.countRefusal(r.sessionId, r.scope, r.refusedAt, r.at));
-    for (const r of b.records)
-      await this.each("request record", async () => {
-        await t.requests.insert(r);
-        if (r.refused) await t.counters.bump("refusals_total");
-      });
-    for (const [sessionId, at] of b.touches)
-      await this.each("session touch", async () => {
-        await t.sessions.touch(sessionId, at);
-        remember(this.touched, sessionId, at);
-      });
-  }
-
-  /** Headers say a plugin is loaded, not that it reports (plugin_seen_at comes from /progress). */
-  private async headersSeen(t: Tables, sessionId: string, version: string, at: number): Promise<void> {
-    await t.sessions.headersSeen(sessionId, version.slice(0, 64), at);
-    remember(this.headersSeenAt, sessionId, at);
+  private remember(b: GateBatch): void {
+    for (const { identity, sessionId, key, at } of b.identities.values()) {
+      remember(this.written, sessionId, key);
+      if (identity.pluginVersion) remember(this.headersSeenAt, sessionId, at);
+    }
+    for (const [sessionId, p] of b.plugins) remember(this.headersSeenAt, sessionId, p.at);
+    for (const [instanceId, l] of b.links) remember(this.linksWritten, instanceId, { sig: l.sig, at: l.at });
+    for (const [sessionId, at] of b.touches) remember(this.touched, sessionId, at);
   }
 
   /** Queues the plugin process's link unless the same was written less than ten seconds ago. */
-  private linkSeen(b: Batch, version: string, link: PluginLinkHeaders, now: number): void {
+  private linkSeen(b: GateBatch, version: string, link: PluginLinkHeaders, now: number): void {
     const seen: PluginLinkSeen = {
       instance_id: link.instanceId,
       plugin_version: version.slice(0, 64),
@@ -171,16 +138,6 @@ export class GateWrites {
     if (last && last.sig === sig && now - last.at < HEADERS_SEEN_EVERY_MS) return;
     const queued = b.links.get(link.instanceId);
     b.links.set(link.instanceId, { seen, sig, at: Math.max(queued?.at ?? 0, now) });
-  }
-
-  /** One item of the batch: a bad one is dropped (counted, logged once), the rest still go. */
-  private async each(label: string, write: () => Promise<unknown>): Promise<void> {
-    try {
-      await write();
-    } catch (err) {
-      if (isUnavailable(err)) throw err;
-      this.writes.drop(label, err);
-    }
   }
 }
 

@@ -63,11 +63,31 @@ export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Data
   }
   try {
     db.pragma("journal_mode = WAL");
-    db.pragma("synchronous = NORMAL");
-    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
-    db.pragma("foreign_keys = ON");
+    connectionPragmas(db, opts.busyTimeoutMs ?? 5000);
     migrate(db);
     markOwn(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+/** The settings every connection to the file needs (WAL is the file's own, set once by openDatabase). */
+export function connectionPragmas(db: Database.Database, busyTimeoutMs: number): void {
+  db.pragma("synchronous = NORMAL");
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+  db.pragma("foreign_keys = ON");
+}
+
+/**
+ * A second connection to a file openDatabase opened and migrated (the gate's
+ * writer thread has one): it never creates, migrates or marks the file.
+ */
+export function openWriterConnection(path: string, busyTimeoutMs: number): Database.Database {
+  const db = new Database(path, { fileMustExist: true });
+  try {
+    connectionPragmas(db, busyTimeoutMs);
   } catch (err) {
     db.close();
     throw err;

@@ -26,9 +26,31 @@ export interface WriteQueueStats {
 /** One write, given the transaction (or connection) it runs on. */
 export type WriteFn = (q: Sql) => Promise<void>;
 
+/**
+ * The same write as a value another connection can do (the writer thread):
+ * its data, and what to do with what it reports once committed.
+ */
+export interface WriteJob {
+  /** The data, taken when it is handed over (what comes later goes to a new write); the same on a retry. */
+  take(): unknown;
+  settle(out: unknown): void;
+}
+
 interface Write {
   label: string;
   write: WriteFn;
+  job?: WriteJob;
+}
+
+/**
+ * A connection of its own that writes jobs in one transaction each, off this
+ * thread (router-ext/db/writer-thread.ts). tx resolves with each job's report
+ * once committed, rejects with the database's error (its code kept), or
+ * resolves null when it can no longer write (then the jobs run here).
+ */
+export interface WriteOffload {
+  tx(jobs: unknown[]): Promise<unknown[] | null>;
+  close(): Promise<void>;
 }
 
 /** SQLITE_BUSY and its kin: another connection holds the lock (PostgreSQL: lock not available, deadlock). */
@@ -87,6 +109,8 @@ export interface WriteQueueOptions {
   maxRetryMs?: number;
   /** Writes per transaction. Default 1000. */
   batchMax?: number;
+  /** Where writes given as jobs are done (a writer thread); without it, on `sql` here. */
+  offload?: WriteOffload;
   /** Least time between two batches while writes keep coming (unless one hurries). Default 50 ms. */
   gapMs?: number;
   log?: (line: string) => void;
@@ -147,9 +171,12 @@ export class WriteQueue {
     }
   }
 
-  /** Adds `write` to the next batch: written after this turn of the event loop, or `gapMs` after the last batch. */
-  defer(label: string, write: WriteFn): void {
-    this.batch.push({ label, write });
+  /**
+   * Adds `write` to the next batch: written after this turn of the event loop,
+   * or `gapMs` after the last batch; by the writer thread when it has `job`.
+   */
+  defer(label: string, write: WriteFn, job?: WriteJob): void {
+    this.batch.push(job ? { label, write, job } : { label, write });
     if (this.scheduled !== null) return;
     const wait = this.lastBatchAt + (this.opts.gapMs ?? GAP_MS) - performance.now();
     if (wait <= 0) this.hurry();
@@ -238,6 +265,7 @@ export class WriteQueue {
     await this.drain();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    await this.opts.offload?.close();
     return this.queue.length;
   }
 
@@ -305,7 +333,15 @@ export class WriteQueue {
     return writes.length;
   }
 
-  private transaction(writes: Write[]): Promise<void> {
+  /** One transaction of `writes`: on the writer thread when all are jobs and it still writes, else here. */
+  private async transaction(writes: Write[]): Promise<void> {
+    const offload = this.opts.offload;
+    const jobs = offload && writes.every((w) => w.job) ? writes.map((w) => w.job as WriteJob) : null;
+    const outs = jobs && offload ? await offload.tx(jobs.map((j) => j.take())) : null;
+    if (jobs && outs) {
+      for (let i = 0; i < jobs.length; i++) jobs[i]?.settle(outs[i]);
+      return;
+    }
     return this.sql.tx(async (q) => {
       for (const w of writes) await w.write(q);
     });

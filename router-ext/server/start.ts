@@ -86,7 +86,7 @@ async function openStore(
         log: d.log,
         replica: replicaId(env, hostname(), process.pid),
       });
-    return await openSqliteStore(path, { busyTimeoutMs: 50, now: d.now, log: d.log });
+    return await openSqliteStore(path, { busyTimeoutMs: 50, now: d.now, log: d.log, writerThread: true });
   } catch (err) {
     const what = from ?? "the default database path";
     throw new Error(

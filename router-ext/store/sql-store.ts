@@ -20,7 +20,7 @@ import type { KnobOverride } from "../db/tables/knobs.ts";
 import type { MarkKind } from "../db/tables/marks.ts";
 import { refusalView } from "../db/tables/refusals.ts";
 import { sessionView } from "../db/views.ts";
-import { isUnavailable, WriteQueue } from "../db/write-queue.ts";
+import { isUnavailable, type WriteOffload, WriteQueue } from "../db/write-queue.ts";
 import { type GateFactChange, GateFacts } from "../gate/facts.ts";
 import type { GateDecision, GateIdentity, RequestRecord } from "../gate/types.ts";
 import { decideGate, usableSessionId } from "../modes/gate-decision.ts";
@@ -46,6 +46,8 @@ export interface SqlStoreOptions {
   beforeCommit?: (q: Sql, changes: readonly GateFactChange[]) => Promise<void>;
   /** Which replica this store serves (alert claims name it). Default "local". */
   replica?: string;
+  /** Where the gate's batches are written (SQLite's writer thread); default here, on `sql`. */
+  offload?: WriteOffload;
 }
 
 /** The tables of one transaction, with the modes over them. */
@@ -80,7 +82,10 @@ export class SqlStore implements RouterStore {
   ) {
     this.tables = openTables(sql);
     this.now = opts.now ?? Date.now;
-    this.writes = new WriteQueue(sql, opts.log ? { log: opts.log } : {});
+    this.writes = new WriteQueue(sql, {
+      ...(opts.log ? { log: opts.log } : {}),
+      ...(opts.offload ? { offload: opts.offload } : {}),
+    });
     this.gateWrites = new GateWrites(this.writes);
   }
 

@@ -3,8 +3,10 @@
 // through the SQLite engine of Sql, and the SQLite-only probe of whether the
 // file takes writes (router-ext/db/writable.ts) run under the engine's lock.
 import type Database from "better-sqlite3";
+import { checkDbTarget } from "../db/db-target.ts";
 import { type OpenDatabaseOptions, openDatabase } from "../db/open.ts";
 import { databaseWritable } from "../db/writable.ts";
+import { WriterThread } from "../db/writer-thread.ts";
 import { SqlStore, type SqlStoreOptions } from "./sql-store.ts";
 import { SqliteSql } from "./sqlite-sql.ts";
 
@@ -25,6 +27,14 @@ export class SqliteStore extends SqlStore {
   }
 }
 
+export interface SqliteWriterOptions {
+  /**
+   * The gate's batches written by a thread with its own connection to the
+   * file, so a commit never holds the event loop (serve); not for ":memory:".
+   */
+  writerThread?: boolean;
+}
+
 /**
  * Opens (creating when missing) and migrates the SQLite file at `path`
  * (":memory:" for tests), or takes an opened handle, and reads the gate's facts.
@@ -34,10 +44,16 @@ export class SqliteStore extends SqlStore {
  */
 export async function openSqliteStore(
   path: string | Database.Database,
-  opts: Omit<SqlStoreOptions, "writable" | "close"> & OpenDatabaseOptions = {},
+  opts: Omit<SqlStoreOptions, "writable" | "close" | "offload"> &
+    OpenDatabaseOptions &
+    SqliteWriterOptions = {},
 ): Promise<SqliteStore> {
   const db = typeof path === "string" ? openDatabase(path, opts) : path;
-  const store = new SqliteStore(db, opts);
+  const offload =
+    opts.writerThread && typeof path === "string" && checkDbTarget(path) !== "memory"
+      ? await WriterThread.start(path, opts.busyTimeoutMs ?? 5000, opts.log ?? (() => {}))
+      : null;
+  const store = new SqliteStore(db, offload ? { ...opts, offload } : opts);
   try {
     await store.reloadFacts();
   } catch (err) {
