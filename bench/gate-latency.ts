@@ -292,7 +292,9 @@ try {
   const figures = await throughput(targets);
   const first = await firstBytes(targets);
   console.log(`\ngate overhead histogram: ${await gateOverhead(serve.url)}`);
-  console.log(`in-process: ${await decisionOnSqlite()}`);
+  console.log(
+    `in-process, batches written by the writer thread as serve does: ${await decisionOnSqlite(true)}`,
+  );
 
   const f = (k: string, t: string) => figures[k]?.[t] as Figures;
   console.log("\ntargets (issue 22):");
