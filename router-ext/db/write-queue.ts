@@ -49,6 +49,8 @@ interface Write {
  * resolves null when it can no longer write (then the jobs run here).
  */
 export interface WriteOffload {
+  /** False once it can no longer write (never started, or died). */
+  readonly writing: boolean;
   tx(jobs: unknown[]): Promise<unknown[] | null>;
   close(): Promise<void>;
 }
@@ -277,6 +279,12 @@ export class WriteQueue {
         "gauge",
         "Writes waiting for the database (its write lock held elsewhere, or writes failing).",
         this.queue.length,
+      ),
+      ...single(
+        "stallguard_store_writer_thread",
+        "gauge",
+        "1 while the gate's batches are written by the writer thread (SQLite), 0 while on the event loop.",
+        this.opts.offload?.writing ? 1 : 0,
       ),
       ...single(
         "stallguard_store_writes_failing",

@@ -54,6 +54,10 @@ export class WriterThread implements WriteOffload {
     }
   }
 
+  get writing(): boolean {
+    return !this.gone;
+  }
+
   tx(jobs: unknown[]): Promise<unknown[] | null> {
     if (this.gone) return Promise.resolve(null);
     const id = ++this.seq;
