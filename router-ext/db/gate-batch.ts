@@ -6,7 +6,7 @@ import { ModesStore } from "../modes/store.ts";
 import type { Sql } from "../store/sql.ts";
 import { openTables, type Tables } from "./open-tables.ts";
 import type { PluginLinkSeen } from "./tables/plugin-links.ts";
-import { isUnavailable } from "./write-queue.ts";
+import { isUnavailable } from "./unavailable.ts";
 
 export interface GateBatch {
   /** Identity key -> what a session's requests taught. */

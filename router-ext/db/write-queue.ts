@@ -6,7 +6,9 @@
 // current turn of the event loop is done when the server is quiet, at most
 // every `gapMs` when it is busy (a commit costs as much as dozens of rows,
 // so a busy gate shares one among many requests), or sooner when its writer
-// says it is full (hurry), so one commit never holds the loop for long. A
+// says it is full (hurry), so one commit never holds the loop for long; a
+// write given as a job (the gate's batch) is done by a writer thread when the
+// store has one (SQLite in serve: writer-thread.ts), off the loop. A
 // batch that finds the database
 // locked by another process, full, or read-only waits in a bounded queue
 // (oldest dropped, counted) and is retried on a timer; while anything waits,
@@ -14,6 +16,7 @@
 // that fails for any other reason is dropped, counted and logged once.
 import { single } from "../prom-text.ts";
 import type { Sql } from "../store/sql.ts";
+import { isBusy, isUnavailable, sqliteCode } from "./unavailable.ts";
 
 export interface WriteQueueStats {
   pending: number;
@@ -53,44 +56,6 @@ export interface WriteOffload {
   readonly writing: boolean;
   tx(jobs: unknown[]): Promise<unknown[] | null>;
   close(): Promise<void>;
-}
-
-/** SQLITE_BUSY and its kin: another connection holds the lock (PostgreSQL: lock not available, deadlock). */
-export function isBusy(err: unknown): boolean {
-  const code = sqliteCode(err);
-  return (
-    code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED") || ["55P03", "40P01"].includes(code)
-  );
-}
-
-/** PostgreSQL SQLSTATEs and socket errors for a database that cannot take a write now. */
-const UNAVAILABLE_CODES = [
-  "53100",
-  "25006",
-  "57P01",
-  "57P03",
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-];
-
-/** The database cannot take a write now (locked, full, read-only, I/O error): worth a retry later. */
-export function isUnavailable(err: unknown): boolean {
-  const code = sqliteCode(err);
-  return (
-    isBusy(err) ||
-    ["SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_PERM"].some((c) =>
-      code.startsWith(c),
-    ) ||
-    code.startsWith("08") ||
-    UNAVAILABLE_CODES.includes(code)
-  );
-}
-
-function sqliteCode(err: unknown): string {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === "string" ? code : "";
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Hono as HonoType } from "hono";
 import { Hono } from "hono";
 import type { ProgressMessage } from "../../shared/index.ts";
 import type { ProgressResult } from "../db/store-progress.ts";
-import { isUnavailable } from "../db/write-queue.ts";
+import { isUnavailable } from "../db/unavailable.ts";
 import type { RouterStore } from "../store/router-store.ts";
 import { browserGuard } from "./browser-guard.ts";
 import type { LiveConfig } from "./live-config.ts";

@@ -19,8 +19,9 @@ import { type ProgressOptions, type ProgressResult, storeProgress } from "../db/
 import type { KnobOverride } from "../db/tables/knobs.ts";
 import type { MarkKind } from "../db/tables/marks.ts";
 import { refusalView } from "../db/tables/refusals.ts";
+import { isUnavailable } from "../db/unavailable.ts";
 import { sessionView } from "../db/views.ts";
-import { isUnavailable, type WriteOffload, WriteQueue } from "../db/write-queue.ts";
+import { type WriteOffload, WriteQueue } from "../db/write-queue.ts";
 import { type GateFactChange, GateFacts } from "../gate/facts.ts";
 import type { GateDecision, GateIdentity, RequestRecord } from "../gate/types.ts";
 import { decideGate, usableSessionId } from "../modes/gate-decision.ts";

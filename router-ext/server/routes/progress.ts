@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { type ProgressMessage, type ProgressResponse, parseProgressBody } from "../../../shared/index.ts";
 import type { ProgressResult } from "../../db/store-progress.ts";
-import { isBusy, isUnavailable } from "../../db/write-queue.ts";
+import { isBusy, isUnavailable } from "../../db/unavailable.ts";
 import { planKnobs, planTransition } from "../../modes/plan.ts";
 import { jsonBody } from "../admin-body.ts";
 import { requireJson } from "../browser-guard.ts";
