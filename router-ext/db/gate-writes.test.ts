@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { served } from "../breaker/testing.ts";
 import type { GateIdentity } from "../gate/types.ts";
@@ -105,6 +106,33 @@ describe("the gate's batched writes", () => {
     await turn();
     expect(count(/^INSERT INTO requests/)).toBe(33);
     expect(count(/^BEGIN/)).toBe(2);
+    await queue.close();
+  });
+
+  it("after a full queue dropped a batch, the next requests start a new one and teach their identity again", async () => {
+    await store.close();
+    store = await openSqliteStore(join(dir, "s.db"), { busyTimeoutMs: 10 });
+    const queue = new WriteQueue(store.sql, { max: 1, retryMs: 60_000 });
+    const writes = new GateWrites(queue);
+    const other = new Database(join(dir, "s.db"));
+    other.prepare("BEGIN IMMEDIATE").run();
+    const request = async (at: number) => {
+      writes.learn(who, "w", at);
+      writes.record(served("m", "w", at, "root"));
+      await queue.flush();
+    };
+    await request(T0); // locked: the batch waits in the queue
+    await queue.run("counter", (q) => q.run("SELECT 1").then(() => {})); // the queue holds one: the batch is dropped
+    expect(queue.stats.dropped).toBe(1);
+    other.prepare("COMMIT").run();
+    other.close();
+    await request(T0 + 2);
+    await queue.drain();
+    await queue.flush();
+    expect(store.db.prepare("SELECT session_id, parent_id FROM sessions").all()).toEqual([
+      { session_id: "w", parent_id: "root" },
+    ]);
+    expect(store.db.prepare("SELECT started_at FROM requests").all()).toEqual([{ started_at: T0 + 2 }]);
     await queue.close();
   });
 

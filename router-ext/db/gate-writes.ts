@@ -39,6 +39,9 @@ export class GateWrites {
   /** Plugin instance -> what was last written of it, and when. */
   private readonly linksWritten = new Map<string, { sig: string; at: number }>();
 
+  /** The write queue's dropped count when the memos were last known true. */
+  private droppedSeen = 0;
+
   constructor(private readonly writes: WriteQueue) {}
 
   /** Files the session under its parent's tree and notes the plugin (and plugin process) that sent it. */
@@ -58,7 +61,7 @@ export class GateWrites {
     else b.identities.set(key, { identity, sessionId, key, at: now });
   }
 
-  /** Forgets which identities are written (after a prune deleted sessions). */
+  /** Forgets which identities are written (after a prune deleted sessions, or a full queue dropped writes). */
   forget(): void {
     this.written.clear();
     this.touched.clear();
@@ -82,6 +85,13 @@ export class GateWrites {
   }
 
   private current(): GateBatch {
+    // A full queue dropped writes: maybe this batch (never to be written) and
+    // what the memos say is written. Start a new batch and write all again.
+    if (this.writes.stats.dropped !== this.droppedSeen) {
+      this.droppedSeen = this.writes.stats.dropped;
+      this.batch = null;
+      this.forget();
+    }
     if (this.batch) return this.batch;
     const b = emptyGateBatch();
     this.batch = b;
