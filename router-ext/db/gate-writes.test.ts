@@ -136,16 +136,22 @@ describe("the gate's batched writes", () => {
     await queue.close();
   });
 
-  it("a bad record is dropped, counted and logged once; the rest of its batch lands", async () => {
-    const logs: string[] = [];
-    await store.close();
-    store = await openSqliteStore(join(dir, "s.db"), { log: (l) => logs.push(l) });
-    for (const started_at of [T0, Number.NaN, T0 + 1, Number.NaN, T0 + 2])
-      store.recordRequest({ ...served("m", "w", T0, "root"), started_at });
-    await store.flush();
-    expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 3 });
-    expect(store.writes.stats.failed).toBe(2);
-    expect(logs.filter((l) => l.includes("request record failed (SQLITE_CONSTRAINT"))).toHaveLength(1);
-    expect(store.writes.failing).toBeNull();
-  });
+  it.each([
+    ["on the event loop", false],
+    ["by the writer thread", true],
+  ])(
+    "a bad record is dropped, counted and logged once; the rest of its batch lands (%s)",
+    async (_, writerThread) => {
+      const logs: string[] = [];
+      await store.close();
+      store = await openSqliteStore(join(dir, "s.db"), { log: (l) => logs.push(l), writerThread });
+      for (const started_at of [T0, Number.NaN, T0 + 1, Number.NaN, T0 + 2])
+        store.recordRequest({ ...served("m", "w", T0, "root"), started_at });
+      await store.flush();
+      expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 3 });
+      expect(store.writes.stats.failed).toBe(2);
+      expect(logs.filter((l) => l.includes("request record failed (SQLITE_CONSTRAINT"))).toHaveLength(1);
+      expect(store.writes.failing).toBeNull();
+    },
+  );
 });

@@ -1,6 +1,6 @@
 // The gate's writer thread on a real SQLite file: it stores exactly what the
 // main thread would (rows compared table by table), none of it through the
-// main connection; a bad item is dropped and counted as before; a lock held
+// main connection (a bad item: gate-writes.test.ts, both ways); a lock held
 // by another connection queues the batch and the retry lands it; a thread
 // that dies hands its writes back to the main thread, nothing lost.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -75,16 +75,6 @@ describe("the gate's writer thread", () => {
     expect(stored.requests).toHaveLength(400);
     expect(stored).toEqual(rows(here));
     expect(logs).toEqual([]);
-  });
-
-  it("a bad record is dropped, counted and logged once by its code; the rest of its batch lands", async () => {
-    const store = await open("s.db", true);
-    for (const started_at of [T0, Number.NaN, T0 + 1, Number.NaN, T0 + 2])
-      store.recordRequest({ ...served("m", "w", T0, "root"), started_at });
-    await store.flush();
-    expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 3 });
-    expect(store.writes.stats.failed).toBe(2);
-    expect(logs.filter((l) => l.includes("request record failed (SQLITE_CONSTRAINT"))).toHaveLength(1);
   });
 
   it("a write lock held by another connection queues the batch; the retry lands it once", async () => {
