@@ -69,15 +69,13 @@ const SESSION_COLS = "id, parent_id, directory, title, time_created, time_update
 /**
  * Part types the stored adapter never reads (it reads text, compaction and
  * tool parts): most of opencode's parts are the step markers around each
- * model step. Such a row is skipped by its text, never parsed, when its data
- * holds `"type":"<one of these>"` as its only "type" key and no \u escape (so
- * no key is spelled another way): in JSON a `"` inside a string is escaped,
- * so that text is a key and its value, whatever the key order (opencode
- * writes `{"snapshot":...,"type":"step-start"}`). Any other row is parsed and
- * judged as before. A row skipped is not checked either: a broken one is not
- * counted as malformed, nor as a row read. The test runs on the text in
- * JavaScript: the same test in SQL (instr, substr) cost more than handing
- * every row over.
+ * model step. A row is left in SQLite, never handed to JavaScript or parsed,
+ * when its data holds `"type":"<one of these>"` as its only "type" key and no
+ * \u escape (so no key is spelled another way): in JSON a `"` inside a string
+ * is escaped, so that text is a key and its value, whatever the key order
+ * (opencode writes `{"snapshot":...,"type":"step-start"}`). Any other row is
+ * read, parsed and judged as before. A row left out is not checked either: a
+ * broken one is not counted as malformed.
  */
 const UNREAD_TYPES = [
   "step-start",
@@ -90,22 +88,16 @@ const UNREAD_TYPES = [
   "subtask",
   "retry",
 ];
-const TYPE_KEY = '"type":"';
-/** The types with their closing quote, and their first letters: a row whose type starts otherwise (tool, text) is kept at once. */
-const UNREAD_VALUES = UNREAD_TYPES.map((t) => `${t}"`);
-const UNREAD_INITIALS = new Set(UNREAD_TYPES.map((t) => t.charCodeAt(0)));
-
-/** A part row's data the adapter never reads (the rule above), told without parsing it. */
-export function unreadPart(data: unknown): boolean {
-  if (typeof data !== "string") return false;
-  const at = data.indexOf(TYPE_KEY);
-  if (at < 0) return false;
-  const value = at + TYPE_KEY.length;
-  if (!UNREAD_INITIALS.has(data.charCodeAt(value))) return false;
-  let unread = false;
-  for (const v of UNREAD_VALUES) if (data.startsWith(v, value)) unread = true;
-  return unread && data.indexOf('"type"', at + 6) < 0 && !data.includes("\\u");
-}
+const TYPE_AT = `instr(data, '"type":"')`;
+/** The first letters of UNREAD_TYPES: a row whose type starts otherwise (tool, text) is rejected in one test. */
+const UNREAD_INITIALS = [...new Set(UNREAD_TYPES.map((t) => t[0]))].join("");
+const UNREAD_PART = [
+  `${TYPE_AT} > 0`,
+  `instr('${UNREAD_INITIALS}', substr(data, ${TYPE_AT} + 8, 1)) > 0`,
+  `(${UNREAD_TYPES.map((t) => `substr(data, ${TYPE_AT} + 8, ${t.length + 1}) = '${t}"'`).join(" OR ")})`,
+  `instr(substr(data, ${TYPE_AT} + 6), '"type"') = 0`,
+  `instr(data, '\\u') = 0`,
+].join(" AND ");
 
 const MAX_ID = 200;
 
@@ -211,7 +203,7 @@ export class OpencodeDb {
     const messages: StoredMessage[] = [];
     const read = this.read(
       sessionId,
-      null,
+      this.q.parts,
       storedPart,
       (data, id) => storedInfo(data, id, sessionId),
       (m) => messages.push(m),
@@ -223,7 +215,7 @@ export class OpencodeDb {
    * A session's observations (shared/adapters/stored.ts), made as it is read,
    * one message at a time: a message's parts are parsed when its turn comes
    * and dropped once observed, and the step parts the adapter never reads are
-   * not parsed (unreadPart). What calibrate --db replays; the same
+   * not parsed (UNREAD_PART). What calibrate --db replays; the same
    * observations as messages() handed to the adapter.
    */
   observations(
@@ -233,7 +225,7 @@ export class OpencodeDb {
     const observer = new SessionObserver(session, opts);
     const read = this.read(
       session.id,
-      unreadPart,
+      this.q.readParts,
       keepPart,
       (data, id) => {
         data.id = id;
@@ -249,14 +241,13 @@ export class OpencodeDb {
 
   /**
    * A session's messages, oldest first, each handed to `emit` with its parts:
-   * each part and info as `part` and `info` make it, the part rows `skip`
-   * tells left out. The part rows are read first and kept as their text by
-   * message; a message's parts are parsed when it is emitted, so only one
-   * message's parsed parts are alive at once.
+   * each part and info as `part` and `info` make it. The part rows are read
+   * first and kept as their text by message; a message's parts are parsed
+   * when it is emitted, so only one message's parsed parts are alive at once.
    */
   private read(
     sessionId: string,
-    skip: ((data: unknown) => boolean) | null,
+    parts: Database.Statement,
     part: (data: Rec) => Rec | null,
     info: (data: Rec, id: string) => Rec,
     emit: (message: StoredMessage) => void,
@@ -265,8 +256,7 @@ export class OpencodeDb {
     // Rows as arrays (raw statements), not an object per row: [id, message_id, data] and [id, data];
     // all() rather than iterate(): a quarter less CPU per row, and the texts are kept till their message anyway.
     const byMessage = new Map<string, unknown[]>();
-    for (const [id, messageId, raw] of this.q.parts.all(sessionId) as unknown[][]) {
-      if (skip?.(raw)) continue;
+    for (const [id, messageId, raw] of parts.all(sessionId) as unknown[][]) {
       tally.rows++;
       if (typeof id !== "string" || typeof messageId !== "string") {
         tally.malformed++;
@@ -326,6 +316,11 @@ function statements(db: Database.Database) {
     messages: db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id").raw(),
     parts: db
       .prepare("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id")
+      .raw(),
+    readParts: db
+      .prepare(
+        `SELECT id, message_id, data FROM part WHERE session_id = ? AND NOT (${UNREAD_PART}) ORDER BY message_id, id`,
+      )
       .raw(),
   };
 }
