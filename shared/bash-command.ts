@@ -296,10 +296,13 @@ export function redactWord(word: string): string | null {
 
 /** A command's coarse target: its program and first argument, redacted. */
 export function commandTarget(command: Command): string {
-  const words = mainSegment(command)
-    .map(redactWord)
-    .filter((w): w is string => w !== null);
-  return words.slice(0, 2).join(" ") || "(empty)";
+  // Only the first two words kept are redacted: the rest of a long command is never read.
+  const words: string[] = [];
+  for (const word of mainSegment(command)) {
+    const kept = redactWord(word);
+    if (kept !== null && words.push(kept) === 2) break;
+  }
+  return words.join(" ") || "(empty)";
 }
 
 const FILE_EXTENSIONS =

@@ -34,17 +34,19 @@ export function diffChange(diff: string): { fwd: string; rev: string } | null {
   }
   if (files.size === 0) return null;
   const keys = [...files.keys()].sort();
-  const side = (swap: boolean) =>
-    sha256(
-      keys
-        .map((k) => {
-          const e = files.get(k) as { minus: string[]; plus: string[] };
-          const [a, b] = swap ? [e.plus, e.minus] : [e.minus, e.plus];
-          return `${k}\u0000-${a.join("\n")}\u0000+${b.join("\n")}`;
-        })
-        .join("\u0001"),
-    );
-  return { fwd: side(false), rev: side(true) };
+  // Both sides built in one pass, with no closure per call (this runs for every edit replayed).
+  let fwd = "";
+  let rev = "";
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as string;
+    const e = files.get(k) as { minus: string[]; plus: string[] };
+    const minus = e.minus.join("\n");
+    const plus = e.plus.join("\n");
+    const sep = i === 0 ? "" : "\u0001";
+    fwd += `${sep}${k}\u0000-${minus}\u0000+${plus}`;
+    rev += `${sep}${k}\u0000-${plus}\u0000+${minus}`;
+  }
+  return { fwd: sha256(fwd), rev: sha256(rev) };
 }
 
 /** The same for an edit given as old and new text (no diff available). */

@@ -260,6 +260,8 @@ describe("coarsePath", () => {
     expect(coarsePath("/w/repo", "/w/repo")).toBe(".");
     expect(coarsePath("/w/repository/a", "/w/repo")).toBe("/w/repository/a");
     expect(coarsePath("C:\\w\\repo\\a.ts", "C:\\w\\repo")).toBe("a.ts");
+    // The directory named last is kept normalized: another one, then the first again, each read afresh.
+    expect(coarsePath("/w/repo/b.ts", "/w/repo/")).toBe("b.ts");
     expect(coarsePath("/home/alice", null)).toBe("~");
     expect(coarsePath("./x", undefined)).toBe("x");
     expect(coarsePath("", null)).toBe(".");

@@ -56,6 +56,26 @@ describe("exact fingerprint", () => {
     expect(canonicalJson({ b: 1, a: [3, { d: 1, c: 2 }] })).toBe('{"a":[3,{"c":2,"d":1}],"b":1}');
     expect(canonicalJson(undefined)).toBe("null");
   });
+
+  it("canonical JSON orders keys as sort() does: code units, integer-like keys in numeric order", () => {
+    const bySort = (v: unknown): unknown =>
+      Array.isArray(v)
+        ? v.map(bySort)
+        : v !== null && typeof v === "object"
+          ? Object.fromEntries(
+              Object.keys(v)
+                .sort()
+                .map((k) => [k, bySort((v as Record<string, unknown>)[k])]),
+            )
+          : v;
+    const keys = ["b", "a", "B", "_", "\u00e9", "10", "2", "a1", "a0", "Z", "aa", "$"];
+    for (let n = 1; n <= keys.length; n++) {
+      const value = Object.fromEntries(
+        keys.slice(0, n).map((k, i) => [k, { [k]: i, y: [i, { q: 1, p: 2 }], x: null }]),
+      );
+      expect(canonicalJson(value)).toBe(JSON.stringify(bySort(value)));
+    }
+  });
 });
 
 describe("normalized fingerprint: read", () => {

@@ -178,10 +178,12 @@ function shapeOf(tool: string, args: Args, meta: Args, ctx: CallContext, read: R
   return { target: tool.slice(0, 64), key: `${t}|${sha256(read.canonical)}` };
 }
 
-/** A shape with its key hashed: the call's nfp. */
-function hashedShape(shape: Shape): { target: string; nfp: string } {
-  return { target: shape.target, nfp: sha256(shape.key) };
-}
+/** The effect of most calls, one value shared (never changed): not an object per call. */
+const NO_EFFECT: { readonly effect: Effect; readonly change: null; readonly write: null } = Object.freeze({
+  effect: "none",
+  change: null,
+  write: null,
+});
 
 function effectOf(
   args: Args,
@@ -191,11 +193,11 @@ function effectOf(
   ctx: CallContext,
   read: Read,
 ) {
-  if (status !== "completed") return { effect: "none" as Effect, change: null, write: null };
+  if (status !== "completed") return NO_EFFECT;
   const { kind, bash } = read;
   if (kind === "edit" || kind === "patch") {
     const diff = str(meta.diff) ?? "";
-    if (diff.trim() === "") return { effect: "none" as Effect, change: null, write: null };
+    if (diff.trim() === "") return NO_EFFECT;
     const change =
       diffChange(diff) ??
       editChange(
@@ -223,7 +225,7 @@ function effectOf(
     if (runsTests(bash, ctx.testPatterns)) return { effect: "test" as Effect, change, write: null };
     if (change) return { effect: "change" as Effect, change, write: null };
   }
-  return { effect: "none" as Effect, change: null, write: null };
+  return NO_EFFECT;
 }
 
 /**
@@ -246,7 +248,8 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ct
     ? bashFacts(str(args.command) ?? "", ctx.directory, ctx.testPatterns, ctx.bashMemo)
     : null;
   const read: Read = { lower, kind, bash, canonical: canonicalJson(args) };
-  const shape = bash ?? hashedShape(shapeOf(raw.tool, args, meta, ctx, read));
+  // A bash call's target and key hash come with its facts; any other call's key is hashed here.
+  const shape = bash ? null : shapeOf(raw.tool, args, meta, ctx, read);
   const { effect, change, write } = effectOf(args, meta, raw.status, exit, ctx, read);
   return {
     sessionId: ctx.sessionId,
@@ -255,8 +258,8 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ct
     tool: raw.tool,
     callId: raw.callId,
     fp: sha256(`${raw.tool}\u0000${read.canonical}`),
-    nfp: shape.nfp,
-    target: shape.target,
+    nfp: shape ? sha256(shape.key) : (bash as BashFacts).nfp,
+    target: shape ? shape.target : (bash as BashFacts).target,
     exit,
     failed,
     effect,

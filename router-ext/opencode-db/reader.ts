@@ -228,10 +228,11 @@ export class OpencodeDb {
       this.q.readParts,
       keepPart,
       (data, id) => {
+        // The observer reads the id, not the session id (it has the session). No property
+        // is added that the message lacks: each one added per message cost an allocation.
         data.id = id;
-        data.sessionID = session.id;
         // messages() never keeps a message's summary (storedInfo says why): nor does this.
-        data.summary = undefined;
+        if (data.summary !== undefined) data.summary = undefined;
         return data;
       },
       (m) => observer.add(m),
