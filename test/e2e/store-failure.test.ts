@@ -113,6 +113,10 @@ describe.skipIf(!ROOT_OK)("a stopped tree stays stopped when the database cannot
 
   /** What must hold while writes fail; returns how many model requests the unknown session made. */
   async function duringFailure(s: Awaited<ReturnType<typeof serveWithStoppedTree>>) {
+    // The store learns that writes fail when a batch meets the file (at most 50 ms
+    // after a request; /health writes what waits first): one request, then it knows.
+    expect((await s.chat("ses_child")).status).toBe(403);
+    await expect.poll(async () => (await s.health()).pending_writes, { timeout: 5000 }).toBeGreaterThan(0);
     const before = model.requests.length;
     for (let i = 0; i < 10; i++) {
       expect((await s.chat("ses_child")).status).toBe(403);
