@@ -3,9 +3,9 @@
 // every part's data (the floor), read by the calibrator's loader (sessions
 // turned into observations as they are read), judged (replay() of what it
 // loaded), and loaded and judged in one go the way `stallguard calibrate --db`
-// does, in this thread (--jobs 1) and across worker threads (--jobs N: the
-// worker bundled as stallguard ships it, router-ext/worker-file.ts). Two
-// databases by default: synthetic sessions, and the shared corpora with the
+// does, in this thread (--jobs 1) and across N threads (--jobs N: this one
+// and N-1 workers, the worker bundled as stallguard ships it,
+// router-ext/worker-file.ts). Two databases by default: synthetic sessions, and the shared corpora with the
 // repo's recorded sets written to one db. The steps and the
 // databases alternate in every round, so a loaded machine slows them alike;
 // medians over the rounds.
@@ -160,7 +160,7 @@ async function round(t: Target): Promise<void> {
   time("workers", await timeMsAsync(() => acrossWorkers(t.path)));
 }
 
-/** calibrate --db --jobs N's read and judge: the trees across `jobs` worker threads, on any db size. */
+/** calibrate --db --jobs N's read and judge: the trees across `jobs` threads (this one and workers), on any db size. */
 async function acrossWorkers(path: string): Promise<void> {
   const { config } = loadConfig({ env: {} });
   const run = await replayDbInWorkers(path, { jobs, timeline: false, config, minRows: 0 });
@@ -189,11 +189,11 @@ function report(t: Target): void {
       row("loader: --db read into observations, one transaction", "load"),
       row("judge: replay() of the loaded sessions", "judge"),
       row("loader + judge in one go (calibrate --db)", "both"),
-      row(`loader + judge across ${jobs} worker threads (calibrate --db --jobs ${jobs})`, "workers"),
+      row(`loader + judge across ${jobs} threads (calibrate --db --jobs ${jobs})`, "workers"),
     ],
   );
   console.log(
-    `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} worker threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (workers start cold every run, the rows above are warm from the rounds before)`,
+    `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (the workers start cold every run, the rows above are warm from the rounds before)`,
   );
 }
 

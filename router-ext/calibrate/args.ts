@@ -8,7 +8,7 @@ export function jobsOf(value: number | string | null | undefined): number {
   if (value === null || value === undefined || value === "") return defaultJobs();
   const n = typeof value === "number" ? value : /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
   if (!Number.isInteger(n) || n < 1 || n > 64)
-    throw new UsageError(`--jobs: a whole number of worker threads from 1 to 64, not ${String(value)}`);
+    throw new UsageError(`--jobs: a whole number of threads from 1 to 64, not ${String(value)}`);
   return n;
 }
 

@@ -1,10 +1,10 @@
 // calibrate --db across cores: the main thread lists the sessions (one cheap
-// read), splits the session trees into balanced shares and starts one worker
-// thread per share (router-ext/calibrate/replay-worker.ts); each opens the
-// file read-only itself, reads and judges its share and sends back only the
-// verdicts. The main thread puts them in the serial run's order, so the output
-// is byte-identical to --jobs 1. A worker that fails fails the run; every
-// worker is stopped on error and at the end.
+// read), splits the session trees into balanced shares, starts one worker
+// thread per share but the first (router-ext/calibrate/replay-worker.ts) and
+// reads the first itself; each opens the file read-only itself, reads and
+// judges its share and sends back only the verdicts. The main thread puts them
+// in the serial run's order, so the output is byte-identical to --jobs 1. A
+// share that fails fails the run; every worker is stopped on error and at the end.
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { type Config, type ReplayResult, treesOf } from "../../shared/index.ts";
@@ -12,7 +12,7 @@ import { OpencodeDb } from "../opencode-db/reader.ts";
 import { type WorkerFile, workerFile } from "../worker-file.ts";
 import { malformedWarnings, type SessionListing } from "./db-read.ts";
 import { type Share, splitTrees, workerCount } from "./replay-shares.ts";
-import { type ReplayWorkerData, type ReplayWorkerMessage, WORKER_ROLE } from "./replay-worker.ts";
+import { type ReplayWorkerData, type ReplayWorkerMessage, runShare, WORKER_ROLE } from "./replay-worker.ts";
 import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
 
 export interface WorkersOptions extends Filters {
@@ -32,6 +32,7 @@ export interface WorkersRun {
   /** One per session listed, in the serial run's order. */
   results: ReplayResult[];
   warnings: string[];
+  /** Threads that read and judged a share: this one and a worker per other share. */
   workers: number;
 }
 
@@ -43,8 +44,9 @@ interface Plan {
 }
 
 /**
- * Reads and judges `path` across worker threads; null when the database is
- * too small to gain from them (the caller then reads it in its own thread).
+ * Reads and judges `path` across this thread and worker threads; null when
+ * the database is too small to gain from them (the caller then reads it in
+ * its own thread alone).
  */
 export async function replayDbInWorkers(path: string, opts: WorkersOptions): Promise<WorkersRun | null> {
   return onDbOrCopy(path, opts.copy ?? false, async (p) => {
@@ -105,7 +107,12 @@ function rowCounts(db: Database.Database): Map<string, number> {
 
 type Done = Extract<ReplayWorkerMessage, { type: "done" }>;
 
-/** Starts a worker per share and waits for every result; the first failure stops them all. */
+/**
+ * Reads and judges the first share in this thread and each other share in a
+ * worker of its own, and waits for every result; the first failure stops
+ * them all. This thread takes a share rather than waiting idle: one worker
+ * fewer to start and to warm up, for the same cores.
+ */
 function runWorkers(
   name: string,
   path: string,
@@ -114,57 +121,65 @@ function runWorkers(
   file: WorkerFile,
 ): Promise<Done[]> {
   const n = plan.shares.length;
-  const workers = plan.shares.map((s) => {
-    const workerData: ReplayWorkerData = {
-      role: WORKER_ROLE,
-      path,
-      config: opts.config,
-      timeline: opts.timeline,
-      trees: s.trees,
-    };
-    return new Worker(file.url, { workerData, execArgv: file.execArgv });
+  const dataOf = (s: Share<SessionListing>): ReplayWorkerData => ({
+    role: WORKER_ROLE,
+    path,
+    config: opts.config,
+    timeline: opts.timeline,
+    trees: s.trees,
   });
+  // Started before this thread reads its own share, so they read alongside it.
+  const workers = plan.shares
+    .slice(1)
+    .map((s) => new Worker(file.url, { workerData: dataOf(s), execArgv: file.execArgv }));
   const stopAll = () => Promise.all(workers.map((w) => w.terminate()));
   const done: Array<Done | undefined> = [];
-  const read: number[] = workers.map(() => 0);
+  const read: number[] = plan.shares.map(() => 0);
   return new Promise((resolve, reject) => {
     let settled = false;
     const fail = (i: number, why: string) => {
       if (settled) return;
       settled = true;
-      const error = new Error(`replay worker ${i + 1} of ${n} failed reading ${name}: ${why}`);
+      const error = new Error(`replay share ${i + 1} of ${n} failed reading ${name}: ${why}`);
       void stopAll().then(
         () => reject(error),
         () => reject(error),
       );
     };
-    workers.forEach((w, i) => {
-      w.on("message", (m: ReplayWorkerMessage) => {
-        if (settled) return;
-        if (m.type === "failed") return fail(i, m.message);
-        if (m.type === "progress") {
-          read[i] = m.sessions;
-          opts.onProgress?.(
-            read.reduce((a, b) => a + b, 0),
-            plan.chosen.length,
-          );
-          return;
-        }
-        done[i] = m;
-        if (done.filter(Boolean).length < n) return;
-        settled = true;
-        void stopAll().then(() => resolve(done as Done[]), reject);
-      });
+    const answer = (i: number, m: ReplayWorkerMessage) => {
+      if (settled) return;
+      if (m.type === "failed") return fail(i, m.message);
+      if (m.type === "progress") {
+        read[i] = m.sessions;
+        opts.onProgress?.(
+          read.reduce((a, b) => a + b, 0),
+          plan.chosen.length,
+        );
+        return;
+      }
+      done[i] = m;
+      if (done.filter(Boolean).length < n) return;
+      settled = true;
+      void stopAll().then(() => resolve(done as Done[]), reject);
+    };
+    workers.forEach((w, at) => {
+      const i = at + 1;
+      w.on("message", (m: ReplayWorkerMessage) => answer(i, m));
       w.on("error", (err) => fail(i, String((err as Error | undefined)?.message ?? err)));
       w.on("messageerror", (err) => fail(i, `unreadable message: ${err.message}`));
       w.on("exit", (code) => {
-        if (!done[i]) fail(i, `it exited (code ${code}) before sending its results`);
+        if (!done[i]) fail(i, `its worker exited (code ${code}) before sending its results`);
       });
     });
+    try {
+      runShare(dataOf(plan.shares[0] as Share<SessionListing>), (m) => answer(0, m));
+    } catch (err) {
+      fail(0, String((err as Error)?.message ?? err));
+    }
   });
 }
 
-/** The workers' results in the order of the listing; a session left unanswered fails the run. */
+/** The shares' results in the order of the listing; a session left unanswered fails the run. */
 function inSerialOrder(plan: Plan, done: Done[], opts: WorkersOptions): WorkersRun {
   const byId = new Map<string, ReplayResult>();
   let malformed = plan.malformed;
@@ -174,7 +189,7 @@ function inSerialOrder(plan: Plan, done: Done[], opts: WorkersOptions): WorkersR
   }
   const results = plan.chosen.map((s) => {
     const r = byId.get(s.id);
-    if (!r) throw new Error(`no replay worker answered for session ${s.id}`);
+    if (!r) throw new Error(`no replay share answered for session ${s.id}`);
     return r;
   });
   opts.onProgress?.(results.length, results.length);

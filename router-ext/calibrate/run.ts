@@ -178,7 +178,7 @@ function inWorkers(opts: CalibrateOptions, jobs: number): boolean {
   return jobs > 1 && !exportsGiven && !opts.server && !needSessions;
 }
 
-/** The database read and judged across `jobs` worker threads; null when it is too small for them. */
+/** The database read and judged across up to `jobs` threads; null when it is too small for them. */
 async function replayInWorkers(r: Run, path: string, filters: Filters, config: Config, jobs: number) {
   const t0 = performance.now();
   const run = await replayDbInWorkers(path, {
@@ -193,7 +193,7 @@ async function replayInWorkers(r: Run, path: string, filters: Filters, config: C
     const calls = run.results.reduce((n, x) => n + x.calls, 0);
     r.progress.done();
     r.progress.note(
-      `read and replayed ${calls} tool call(s) in ${Math.round(performance.now() - t0)} ms across ${run.workers} worker threads (--jobs ${jobs})`,
+      `read and replayed ${calls} tool call(s) in ${Math.round(performance.now() - t0)} ms across ${run.workers} threads (--jobs ${jobs}: this one and ${run.workers - 1} worker thread(s))`,
     );
   }
   return run;

@@ -44,7 +44,7 @@ export default defineCommand({
     config: stringArg("Extra config YAML layered over config/config.yaml"),
     quiet: switchArg("No progress on stderr"),
     jobs: stringArg(
-      "Worker threads that read and judge --db's session trees (default: the cores, at most 8; 1: none). A small db, or one run with --labels, --sweep or --margins, is read in one thread",
+      "Threads that read and judge --db's session trees: this one and N-1 worker threads (default: the cores, at most 8; 1: this one alone). A small db, or one run with --labels, --sweep or --margins, is read in one thread",
     ),
   },
   async run({ args, rawArgs, data }): Promise<number> {

@@ -38,7 +38,7 @@ describe("the built CLI: calibrate --db --jobs N", () => {
     expect(doc.sessions.some((s) => s.worst !== "ok")).toBe(true);
     const par = await calibrate(["--db", dbPath, "--json", "--timeline", "--jobs", "2"]);
     expect(par.code, par.stderr).toBe(0);
-    expect(par.stderr).toContain("across 2 worker threads (--jobs 2)");
+    expect(par.stderr).toContain("across 2 threads (--jobs 2: this one and 1 worker thread(s))");
     expect(par.stdout).toBe(serial.stdout);
     const [table, tablePar] = await Promise.all([
       calibrate(["--db", dbPath, "--jobs", "1"]),
@@ -57,7 +57,7 @@ describe("the built CLI: calibrate --db --jobs N", () => {
     expect(r.stdout).toBe("");
     expect(r.stderr).toMatch(
       new RegExp(
-        `stallguard calibrate: --db \\(opencode's database.*\\): replay worker \\d of 2 failed reading ${broken}: .*malformed`,
+        `stallguard calibrate: --db \\(opencode's database.*\\): replay share \\d of 2 failed reading ${broken}: .*malformed`,
       ),
     );
   });

@@ -55,14 +55,16 @@ describe("calibrate --db --jobs N", () => {
     for (const jobs of [2, 3]) {
       const par = await run({ db: dbPath, json: true, timeline: true, jobs });
       expect(par.code, par.err).toBe(0);
-      expect(par.err).toContain(`across ${jobs} worker threads (--jobs ${jobs})`);
+      expect(par.err).toContain(
+        `across ${jobs} threads (--jobs ${jobs}: this one and ${jobs - 1} worker thread(s))`,
+      );
       // Nobody wrote the file: no write is claimed (the workers' own reads commit nothing).
       expect(par.err).not.toMatch(/was written while it was read/);
       expect(par.out).toBe(serial.out);
     }
     const table = await run({ db: dbPath, jobs: 1 });
     const tablePar = await run({ db: dbPath, jobs: "2" });
-    expect(tablePar.err).toContain("across 2 worker threads");
+    expect(tablePar.err).toContain("across 2 threads");
     expect(tablePar.out).toBe(table.out);
     // A root picked by --session brings its descendants, in either mode.
     const root = doc.sessions.find((s) => s.parent_id === null && s.id.endsWith("bench"))?.id as string;
@@ -91,7 +93,7 @@ describe("calibrate --db --jobs N", () => {
     expect(r.out).toBe("");
     expect(r.err).toMatch(
       new RegExp(
-        `--db \\(opencode's database.*\\): replay worker \\d of 3 failed reading ${broken}: .*malformed`,
+        `--db \\(opencode's database.*\\): replay share \\d of 3 failed reading ${broken}: .*malformed`,
       ),
     );
     expect(await settledThreads()).toBe(before);
@@ -112,9 +114,7 @@ describe("calibrate --db --jobs N", () => {
       onPlanned: () => unlinkSync(gone),
     });
     await expect(result).rejects.toThrow(
-      new RegExp(
-        `replay worker \\d of 2 failed reading ${gone}: cannot open ${gone} read-only: no such file`,
-      ),
+      new RegExp(`replay share \\d of 2 failed reading ${gone}: cannot open ${gone} read-only: no such file`),
     );
   }, 60_000);
 
@@ -146,7 +146,7 @@ describe("calibrate --db --jobs N", () => {
     for (const bad of ["0", "two", "65", "1.5"]) {
       const r = await run({ db: dbPath, jobs: bad });
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(/--jobs: a whole number of worker threads from 1 to 64/);
+      expect(r.err).toMatch(/--jobs: a whole number of threads from 1 to 64/);
     }
   });
 });
