@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { modelRates, type ServedRecord, type StallRecord, type TripRule } from "./rule.ts";
+import { mayTrip, modelRates, type ServedRecord, type StallRecord, type TripRule } from "./rule.ts";
 
 const rule: TripRule = { minSessions: 3, windowMs: 60 * 60_000, rateRatio: 3, minTraffic: 3 };
 const now = 10 * 60 * 60_000;
@@ -109,5 +109,24 @@ describe("breaker trip rule", () => {
     expect(badTrips(bad.slice(0, 2))).toBe(false);
     expect(badTrips(bad)).toBe(true);
     expect(badTrips(bad, { ...rule, minTraffic: 4 })).toBe(false);
+  });
+
+  it("may trip only with min_sessions distinct stalled trees in the window; below that no model trips", () => {
+    const served = [...serve("bad", ids("b", 6)), ...serve("good", ids("g", 6))];
+    const cases: StallRecord[][] = [
+      [],
+      ids("b", 2).map((s) => stall(s)),
+      // Four stalled sessions of one tree are one tree.
+      ids("b", 4).map((s) => ({ ...stall(s), rootId: "b0" })),
+      // A third stalled tree outside the window does not count.
+      [...ids("b", 2).map((s) => stall(s)), stall("b2", now - 2 * rule.windowMs)],
+    ];
+    for (const stalls of cases) {
+      expect(mayTrip(stalls, rule, now)).toBe(false);
+      expect(modelRates(served, stalls, rule, now).some((r) => r.trip)).toBe(false);
+    }
+    const three = ids("b", 3).map((s) => stall(s));
+    expect(mayTrip(three, rule, now)).toBe(true);
+    expect(modelRates(served, three, rule, now).find((r) => r.model === "bad")?.trip).toBe(true);
   });
 });

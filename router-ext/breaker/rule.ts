@@ -47,6 +47,24 @@ export interface ModelRate {
   evidence: Array<{ sessionId: string; rootId: string; verdict: "stalling" | "looping"; at: number }>;
 }
 
+/**
+ * Whether any model could trip on these stalls: a model's stalled trees are
+ * some of the distinct trees stalled in the window, so with fewer than
+ * min_sessions of them none trips, whatever was served. Lets the caller skip
+ * reading the window's requests (every request of the last hour on a busy
+ * router) when it cannot matter.
+ */
+export function mayTrip(stalls: readonly StallRecord[], rule: TripRule, now: number): boolean {
+  const from = now - rule.windowMs;
+  const trees = new Set<string>();
+  for (const s of stalls) {
+    if (s.at < from || s.at > now) continue;
+    trees.add(s.rootId);
+    if (trees.size >= rule.minSessions) return true;
+  }
+  return false;
+}
+
 /** Per-model stall rates over the window ending at `now`, with the trip decision. */
 export function modelRates(
   served: readonly ServedRecord[],

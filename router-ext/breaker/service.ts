@@ -14,7 +14,7 @@ import { type Config, formatDuration } from "../../shared/index.ts";
 import type { BreakerModelView } from "../api/schemas.ts";
 import type { Alert } from "../notify/types.ts";
 import { metricLines, promText, single } from "../prom-text.ts";
-import { type ModelRate, modelRates, type TripRule } from "./rule.ts";
+import { type ModelRate, mayTrip, modelRates, type TripRule } from "./rule.ts";
 import { type Backoff, type BreakerPhase, closedState, fallbackFor, tick, trip } from "./state.ts";
 import type { BreakerStore, StoredState, TripRecord } from "./store.ts";
 import { BreakerWrites } from "./writes.ts";
@@ -170,11 +170,10 @@ export class BreakerService {
     if (!c.enabled) return [];
     const rule = ruleOf(c);
     const from = now - c.window;
-    const [served, stalls] = [
-      await this.opts.store.served(from, now),
-      await this.opts.store.stalls(from, now),
-    ];
-    const rates = modelRates(served, stalls, rule, now);
+    const stalls = await this.opts.store.stalls(from, now);
+    // Read every ten seconds: the window's requests only when a trip is possible.
+    if (!mayTrip(stalls, rule, now)) return [];
+    const rates = modelRates(await this.opts.store.served(from, now), stalls, rule, now);
     const out: TripRecord[] = [];
     for (const r of rates) {
       if (!r.trip) continue;
