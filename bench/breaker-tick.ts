@@ -1,8 +1,9 @@
 // The breaker's tick on a busy router: how long one evaluate() holds the
 // event loop with N gate requests in its window (the store's real SQLite
 // file), when too few trees stalled for any trip (the common case: the
-// requests are not read) and when enough did (they are read and weighed).
-// The floor is a bare SELECT of the same rows' columns.
+// requests are not read) and when enough did (one row per model and tree,
+// and the stalled sessions' requests, are read and weighed). The floor is a
+// bare SELECT of the window's rows (what each tick read before).
 //
 //   npx tsx bench/breaker-tick.ts [--requests 20000,100000] [--rounds 7]
 import { mkdtempSync, rmSync } from "node:fs";
@@ -67,7 +68,7 @@ async function measure(n: number): Promise<string[][]> {
     return [
       row("floor: SELECT of the window's rows", times.floor),
       row("evaluate, fewer stalled trees than min_sessions", times.quiet),
-      row("evaluate, 3 stalled trees (the window read)", times.stalled),
+      row("evaluate, 3 stalled trees (trees and stalled sessions read)", times.stalled),
     ];
   } finally {
     await store.close();
