@@ -1,5 +1,12 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { landedSince } from "./evidence-reads.ts";
+import type { RequestRecord } from "../gate/types.ts";
+import { openSqliteStore } from "../store/sqlite-store.ts";
+import { breakerEvidence, landedSince } from "./evidence-reads.ts";
+import { evidenceOf, modelRates, type ServedRecord, type StallRecord, type TripRule } from "./rule.ts";
+import { served } from "./testing.ts";
 
 describe("landedSince", () => {
   it("reads last_landed_at from a stored signals document; 0 when absent or malformed", () => {
@@ -8,5 +15,73 @@ describe("landedSince", () => {
     expect(landedSince('{"last_landed_at":"1234"}')).toBe(0);
     expect(landedSince("null")).toBe(0);
     expect(landedSince("{not json")).toBe(0);
+  });
+});
+
+describe("the breaker's evidence read from the requests table", () => {
+  const rule: TripRule = { minSessions: 3, windowMs: 60 * 60_000, rateRatio: 3, minTraffic: 3 };
+  const now = 1_800_000_000_000;
+
+  it("weighs exactly as every request of the window would, reading one row per model and tree", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sg-breaker-evidence-"));
+    const store = await openSqliteStore(join(dir, "s.db"));
+    try {
+      const records: RequestRecord[] = [];
+      for (let i = 0; i < 600; i++) {
+        const tree = i % 12;
+        const model = tree < 5 ? "bad/m" : "good/m";
+        records.push(
+          served(
+            model,
+            `ses_${tree}_${Math.floor(i / 12) % 3}`,
+            now - 50 * 60_000 + i * 4000,
+            `ses_${tree}_0`,
+          ),
+        );
+      }
+      // Not the rule's evidence: refused, no model, outside the window (SQL must leave them out as the list does).
+      records.push({
+        ...served("bad/m", "ses_5_1", now - 20 * 60_000, "ses_5_0"),
+        refused: true,
+        status: 403,
+      });
+      records.push({ ...served("x/m", "ses_9_1", now - 20 * 60_000, "ses_9_0"), model: null });
+      records.push(served("old/m", "ses_10_1", now - 2 * 60 * 60_000, "ses_10_0"));
+      for (const r of records) store.recordRequest(r);
+      await store.flush();
+      const stalls: StallRecord[] = [0, 1, 2, 6].map((t) => ({
+        sessionId: `ses_${t}_1`,
+        rootId: `ses_${t}_0`,
+        verdict: "looping",
+        at: now - 5 * 60_000,
+        since: now - 40 * 60_000,
+      }));
+      const read = await breakerEvidence(store.sql).served(
+        now - rule.windowMs,
+        now,
+        stalls.map((s) => s.sessionId),
+      );
+      const listed: ServedRecord[] = records
+        .filter((r) => !r.refused && r.model !== null && r.session_id !== null)
+        .map((r) => ({
+          model: r.model as string,
+          sessionId: r.session_id as string,
+          rootId: r.root_id ?? (r.session_id as string),
+          at: r.started_at,
+        }));
+      expect(read.trees.length).toBe(12);
+      const stalled = new Set(stalls.map((s) => s.sessionId));
+      // Only the stalled sessions' requests, every one of them in the window.
+      expect(read.requests.length).toBe(
+        listed.filter((r) => stalled.has(r.sessionId) && r.at >= now - rule.windowMs).length,
+      );
+      expect(read.requests.length).toBeGreaterThan(50);
+      const rates = modelRates(read, stalls, rule, now);
+      expect(rates).toEqual(modelRates(evidenceOf(listed, rule, now), stalls, rule, now));
+      expect(rates.find((r) => r.model === "bad/m")).toMatchObject({ stalledTrees: 3, trip: true });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,7 +3,7 @@
 // verdicts. Read-only; portable SQL (the signals JSON is parsed here, not by
 // json1, which PostgreSQL lacks).
 import type { Sql } from "../store/sql.ts";
-import type { ServedRecord, StallRecord } from "./rule.ts";
+import type { ServedEvidence, ServedRecord, ServedTree, StallRecord } from "./rule.ts";
 
 interface ServedRow {
   model: string;
@@ -30,21 +30,37 @@ export function landedSince(signals: string): number {
   }
 }
 
+/** Stalled sessions per query (each a bound parameter). */
+const SESSIONS_PER_READ = 200;
+
 export function breakerEvidence(sql: Sql) {
   return {
-    /** The gate's request records in [from, to]: which model served which session, when. */
-    async served(from: number, to: number): Promise<ServedRecord[]> {
-      const rows = await sql.all<ServedRow>(
-        `SELECT model, session_id, COALESCE(root_id, session_id) AS root_id, started_at AS at FROM requests
+    /**
+     * What the trip rule weighs of the gate's requests in [from, to]: the
+     * trees each model served (one row per model and tree), and the requests
+     * of the `stalled` sessions. Not every request: on a busy router the
+     * window holds every request of the last hour.
+     */
+    async served(from: number, to: number, stalled: readonly string[]): Promise<ServedEvidence> {
+      const trees = await sql.all<{ model: string; root_id: string }>(
+        `SELECT DISTINCT model, COALESCE(root_id, session_id) AS root_id FROM requests
          WHERE started_at >= ? AND started_at <= ? AND refused = 0 AND model IS NOT NULL AND session_id IS NOT NULL`,
         [from, to],
       );
-      return rows.map((r) => ({
-        model: r.model,
-        sessionId: r.session_id,
-        rootId: r.root_id,
-        at: Number(r.at),
-      }));
+      const requests: ServedRecord[] = [];
+      const ids = [...new Set(stalled)];
+      for (let i = 0; i < ids.length; i += SESSIONS_PER_READ) {
+        const chunk = ids.slice(i, i + SESSIONS_PER_READ);
+        const rows = await sql.all<ServedRow>(
+          `SELECT model, session_id, COALESCE(root_id, session_id) AS root_id, started_at AS at FROM requests
+           WHERE session_id IN (${chunk.map(() => "?").join(", ")})
+             AND started_at >= ? AND started_at <= ? AND refused = 0 AND model IS NOT NULL`,
+          [...chunk, from, to],
+        );
+        for (const r of rows)
+          requests.push({ model: r.model, sessionId: r.session_id, rootId: r.root_id, at: Number(r.at) });
+      }
+      return { trees: trees.map((t): ServedTree => ({ model: t.model, rootId: t.root_id })), requests };
     },
     /**
      * Stall verdicts in [from, to]; each one's stall window starts at the session's

@@ -26,6 +26,31 @@ export interface StallRecord {
   since: number;
 }
 
+/** That a model served a tree (a root session) in the window: one per model and tree is enough. */
+export interface ServedTree {
+  model: string;
+  rootId: string;
+}
+
+/**
+ * What the rule weighs of the window's traffic: the trees each model served
+ * (in the window), and the requests of the sessions stalled in it (which
+ * models served each stall, and when). A busy router's window holds every
+ * request of the last hour: the store reads these two, not all of them.
+ */
+export interface ServedEvidence {
+  trees: readonly ServedTree[];
+  /** Requests of the stalled sessions; any others are ignored. */
+  requests: readonly ServedRecord[];
+}
+
+/** The evidence in the window ending at `now` from whole request records (what the store reads, from a list). */
+export function evidenceOf(served: readonly ServedRecord[], rule: TripRule, now: number): ServedEvidence {
+  const from = now - rule.windowMs;
+  const inWindow = served.filter((r) => r.at >= from && r.at <= now);
+  return { trees: inWindow, requests: inWindow };
+}
+
 export interface TripRule {
   minSessions: number;
   windowMs: number;
@@ -47,17 +72,34 @@ export interface ModelRate {
   evidence: Array<{ sessionId: string; rootId: string; verdict: "stalling" | "looping"; at: number }>;
 }
 
+/**
+ * Whether any model could trip on these stalls: a model's stalled trees are
+ * some of the distinct trees stalled in the window, so with fewer than
+ * min_sessions of them none trips, whatever was served. Lets the caller skip
+ * reading the window's requests (every request of the last hour on a busy
+ * router) when it cannot matter.
+ */
+export function mayTrip(stalls: readonly StallRecord[], rule: TripRule, now: number): boolean {
+  const from = now - rule.windowMs;
+  const trees = new Set<string>();
+  for (const s of stalls) {
+    if (s.at < from || s.at > now) continue;
+    trees.add(s.rootId);
+    if (trees.size >= rule.minSessions) return true;
+  }
+  return false;
+}
+
 /** Per-model stall rates over the window ending at `now`, with the trip decision. */
 export function modelRates(
-  served: readonly ServedRecord[],
+  served: ServedEvidence,
   stalls: readonly StallRecord[],
   rule: TripRule,
   now: number,
 ): ModelRate[] {
   const from = now - rule.windowMs;
-  const inWindow = served.filter((r) => r.at >= from && r.at <= now);
   const servedBy = new Map<string, Set<string>>();
-  for (const r of inWindow) {
+  for (const r of served.trees) {
     let trees = servedBy.get(r.model);
     if (!trees) {
       trees = new Set();
@@ -65,14 +107,19 @@ export function modelRates(
     }
     trees.add(r.rootId);
   }
+  const requestsOf = new Map<string, ServedRecord[]>();
+  for (const r of served.requests) {
+    if (r.at < from || r.at > now) continue;
+    const list = requestsOf.get(r.sessionId);
+    if (list) list.push(r);
+    else requestsOf.set(r.sessionId, [r]);
+  }
   // A stall is attributed to every model that served that session inside its stall window.
   const stalledBy = new Map<string, Map<string, ModelRate["evidence"][number]>>();
   for (const s of stalls) {
     if (s.at < from || s.at > now) continue;
     const models = new Set(
-      inWindow
-        .filter((r) => r.sessionId === s.sessionId && r.at >= s.since && r.at <= s.at)
-        .map((r) => r.model),
+      (requestsOf.get(s.sessionId) ?? []).filter((r) => r.at >= s.since && r.at <= s.at).map((r) => r.model),
     );
     for (const m of models) {
       let ev = stalledBy.get(m);

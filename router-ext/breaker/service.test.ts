@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { configSchema } from "../../shared/index.ts";
 import type { Alert } from "../notify/types.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
-import type { BreakerConfig } from "./service.ts";
+import { type BreakerConfig, BreakerService } from "./service.ts";
 import { BreakerStore } from "./store.ts";
 import { breakerOn, served, stallTransition, storeTransition } from "./testing.ts";
 
@@ -180,6 +180,30 @@ describe("BreakerService", () => {
     expect(await bs.trips()).toEqual([]);
     expect(await bs.changes()).toEqual([]);
     expect(svc.route("bad/m")).toEqual({ model: "fallback/m", header: "bad/m -> fallback/m" });
+  });
+
+  it("reads the window's requests only once enough trees stalled for a trip", async () => {
+    // Every request of the last hour, every ten seconds: a busy router's event loop pays for each row.
+    for (let i = 0; i < 4; i++) {
+      store.recordRequest(served("bad/m", `ses_b${i}`, T0 + i * 1000));
+      store.recordRequest(served("good/m", `ses_g${i}`, T0 + i * 1000 + 500));
+    }
+    const bs = new BreakerStore(store.sql);
+    const reads = vi.spyOn(bs, "served");
+    const svc = new BreakerService({
+      store: bs,
+      config: () => cfg,
+      notify: (a) => alerts.push(a),
+      now: () => now,
+    });
+    await svc.reload();
+    expect(await svc.evaluate()).toEqual([]);
+    for (let i = 0; i < 2; i++) await storeTransition(store, stallTransition(`ses_b${i}`, T0 + 10_000 + i));
+    expect(await svc.evaluate()).toEqual([]);
+    expect(reads).not.toHaveBeenCalled();
+    await storeTransition(store, stallTransition("ses_b2", T0 + 10_002));
+    expect((await svc.evaluate()).map((t) => t.model)).toEqual(["bad/m"]);
+    expect(reads).toHaveBeenCalledTimes(1);
   });
 
   it("does nothing when disabled", async () => {

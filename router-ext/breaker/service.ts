@@ -14,7 +14,7 @@ import { type Config, formatDuration } from "../../shared/index.ts";
 import type { BreakerModelView } from "../api/schemas.ts";
 import type { Alert } from "../notify/types.ts";
 import { metricLines, promText, single } from "../prom-text.ts";
-import { type ModelRate, modelRates, type TripRule } from "./rule.ts";
+import { type ModelRate, mayTrip, modelRates, type StallRecord, type TripRule } from "./rule.ts";
 import { type Backoff, type BreakerPhase, closedState, fallbackFor, tick, trip } from "./state.ts";
 import type { BreakerStore, StoredState, TripRecord } from "./store.ts";
 import { BreakerWrites } from "./writes.ts";
@@ -72,6 +72,11 @@ export function freshEnough(r: ModelRate, s: StoredState, minSessions: number): 
   if (s.quietSince === null) return true;
   const since = s.quietSince;
   return new Set(r.evidence.filter((e) => e.at > since).map((e) => e.rootId)).size >= minSessions;
+}
+
+/** The sessions whose requests the rule reads: those with a stall verdict. */
+function stalledSessions(stalls: readonly StallRecord[]): string[] {
+  return stalls.map((s) => s.sessionId);
 }
 
 export class BreakerService {
@@ -170,10 +175,10 @@ export class BreakerService {
     if (!c.enabled) return [];
     const rule = ruleOf(c);
     const from = now - c.window;
-    const [served, stalls] = [
-      await this.opts.store.served(from, now),
-      await this.opts.store.stalls(from, now),
-    ];
+    const stalls = await this.opts.store.stalls(from, now);
+    // Read every ten seconds: the window's requests only when a trip is possible.
+    if (!mayTrip(stalls, rule, now)) return [];
+    const served = await this.opts.store.served(from, now, stalledSessions(stalls));
     const rates = modelRates(served, stalls, rule, now);
     const out: TripRecord[] = [];
     for (const r of rates) {
@@ -293,10 +298,8 @@ export class BreakerService {
     await this.tick(now);
     const c = this.cfg;
     const from = now - c.window;
-    const [served, stalls] = [
-      await this.opts.store.served(from, now),
-      await this.opts.store.stalls(from, now),
-    ];
+    const stalls = await this.opts.store.stalls(from, now);
+    const served = await this.opts.store.served(from, now, stalledSessions(stalls));
     const rates = new Map(modelRates(served, stalls, ruleOf(c), now).map((r) => [r.model, r]));
     const names = [...new Set([...this.states.keys(), ...rates.keys()])].sort();
     const models = names.map((m): ModelView => {

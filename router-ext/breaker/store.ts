@@ -7,7 +7,7 @@
 import type { Sql } from "../store/sql.ts";
 import { breakerEvidence } from "./evidence-reads.ts";
 import { breakerPhaseLog, type PhaseChange } from "./phase-log.ts";
-import type { ServedRecord, StallRecord } from "./rule.ts";
+import type { ServedEvidence, StallRecord } from "./rule.ts";
 import { type BreakerPhase, closedState } from "./state.ts";
 import { breakerStateRows, type StoredState } from "./state-rows.ts";
 import { breakerTripRows, type NewTrip, type TripRecord } from "./trip-rows.ts";
@@ -101,8 +101,8 @@ export class BreakerStore {
     return this.phaseLog.latest(clampLimit(limit));
   }
 
-  served(from: number, to: number): Promise<ServedRecord[]> {
-    return this.evidence.served(from, to);
+  served(from: number, to: number, stalled: readonly string[]): Promise<ServedEvidence> {
+    return this.evidence.served(from, to, stalled);
   }
 
   stalls(from: number, to: number): Promise<StallRecord[]> {
