@@ -84,4 +84,28 @@ describe("the breaker's evidence read from the requests table", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("reads the requests of any number of stalled sessions (in chunks of bound parameters)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sg-breaker-evidence-"));
+    const store = await openSqliteStore(join(dir, "s.db"));
+    try {
+      // 450 stalled sessions, two requests each, and as many healthy ones: three chunks of 200 or fewer.
+      for (let i = 0; i < 900; i++) {
+        store.recordRequest(served(i % 2 ? "a/m" : "b/m", `ses_${i}`, now - 30 * 60_000 + i));
+        store.recordRequest(served(i % 2 ? "a/m" : "b/m", `ses_${i}`, now - 20 * 60_000 + i));
+      }
+      await store.flush();
+      const stalled = Array.from({ length: 450 }, (_, i) => `ses_${i * 2}`);
+      const read = await breakerEvidence(store.sql).served(now - rule.windowMs, now, [
+        ...stalled,
+        ...stalled,
+      ]);
+      expect(read.trees.length).toBe(900);
+      expect(read.requests.length).toBe(900);
+      expect(new Set(read.requests.map((r) => r.sessionId))).toEqual(new Set(stalled));
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
