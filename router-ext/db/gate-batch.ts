@@ -9,6 +9,10 @@ import type { PluginLinkSeen } from "./tables/plugin-links.ts";
 import { isUnavailable } from "./unavailable.ts";
 
 export interface GateBatch {
+  /** Unique across processes and restarts: a batch committed once is not written again (a retry after a lost answer). */
+  id: string;
+  /** The time of its first item (when its mark is pruned). */
+  madeAt: number;
   /** Identity key -> what a session's requests taught. */
   identities: Map<string, { identity: GateIdentity; sessionId: string; key: string; at: number }>;
   /** Sessions whose identity is written: only the time their plugin's headers were seen moves. */
@@ -24,8 +28,10 @@ export interface GateBatch {
 /** An item the database refused for its own reason: dropped, the rest of the batch still goes. */
 export type DropItem = (label: string, err: unknown) => void;
 
-export function emptyGateBatch(): GateBatch {
+export function emptyGateBatch(id: string, madeAt: number): GateBatch {
   return {
+    id,
+    madeAt,
     identities: new Map(),
     plugins: new Map(),
     links: new Map(),
@@ -39,9 +45,13 @@ export function emptyGateBatch(): GateBatch {
  * Writes `b` on `q` (one transaction), on tables the gate's facts do not
  * observe (they learnt all this first). An unavailable database throws, so
  * the whole batch rolls back for a retry; any other failing item is dropped.
+ * A batch committed before (the writer thread died after its COMMIT, or
+ * PostgreSQL's answer to it was lost, and the write queue wrote it again)
+ * writes nothing: no record, refusal count or counter twice.
  */
 export async function writeGateBatch(b: GateBatch, q: Sql, drop: DropItem): Promise<void> {
   const t = openTables(q);
+  if (!(await t.gateBatches.claim(b.id, b.madeAt))) return;
   const modes = new ModesStore(t);
   const each = async (label: string, write: () => Promise<unknown>) => {
     try {

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { served } from "../breaker/testing.ts";
 import type { GateIdentity } from "../gate/types.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
+import { emptyGateBatch, writeGateBatch } from "./gate-batch.ts";
 import { GateWrites } from "./gate-writes.ts";
 import { WriteQueue } from "./write-queue.ts";
 
@@ -136,6 +137,35 @@ describe("the gate's batched writes", () => {
     await queue.close();
   });
 
+  it("a batch written again (its commit went through, the answer was lost) adds nothing", async () => {
+    const batch = (id: string) => {
+      const b = emptyGateBatch(id, T0);
+      b.identities.set("k", { identity: who, sessionId: "w", key: "k", at: T0 });
+      b.records.push(served("m", "w", T0, "root"), { ...served("m", "w", T0 + 1, "root"), refused: true });
+      b.touches.set("w", T0 + 1);
+      return b;
+    };
+    const write = (id: string) =>
+      store.sql.tx((q) => writeGateBatch(batch(id), q, (label) => drops.push(label)));
+    const drops: string[] = [];
+    const figures = () => ({
+      requests: store.db.prepare("SELECT COUNT(*) AS n FROM requests").get(),
+      refusals: store.db.prepare("SELECT value FROM counters WHERE name = 'refusals_total'").get(),
+      sessions: store.db.prepare("SELECT COUNT(*) AS n FROM sessions").get(),
+    });
+    await write("one");
+    const once = figures();
+    expect(once).toEqual({ requests: { n: 2 }, refusals: { value: 1 }, sessions: { n: 1 } });
+    await write("one"); // the write queue's retry of the same batch
+    expect(figures()).toEqual(once);
+    await write("two"); // another batch with the same content is written
+    expect(figures()).toMatchObject({ requests: { n: 4 }, refusals: { value: 2 } });
+    expect(drops).toEqual([]);
+    // The marks go with the rest of the history.
+    await store.prune(T0 + 1, 0);
+    expect(store.db.prepare("SELECT COUNT(*) AS n FROM gate_batches").get()).toEqual({ n: 0 });
+  });
+
   it.each([
     ["on the event loop", false],
     ["by the writer thread", true],
@@ -145,7 +175,8 @@ describe("the gate's batched writes", () => {
       const logs: string[] = [];
       await store.close();
       store = await openSqliteStore(join(dir, "s.db"), { log: (l) => logs.push(l), writerThread });
-      for (const started_at of [T0, Number.NaN, T0 + 1, Number.NaN, T0 + 2])
+      // The first is bad too: the batch is made at its time, and its mark must still be written.
+      for (const started_at of [Number.NaN, T0, T0 + 1, Number.NaN, T0 + 2])
         store.recordRequest({ ...served("m", "w", T0, "root"), started_at });
       await store.flush();
       expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 3 });

@@ -11,6 +11,7 @@
 // periods; a link whose URL or state changed is written in the next batch):
 // each such write updates a row and an index, which cost a busy gate more
 // than the request's own record.
+import { randomUUID } from "node:crypto";
 import type { RefusalScope } from "../api/schemas.ts";
 import type { GateIdentity, PluginLinkHeaders, RequestRecord } from "../gate/types.ts";
 import { emptyGateBatch, type GateBatch, writeGateBatch } from "./gate-batch.ts";
@@ -41,13 +42,16 @@ export class GateWrites {
 
   /** The write queue's dropped count when the memos were last known true. */
   private droppedSeen = 0;
+  /** Batch ids: this writer's own prefix (unique across processes and restarts), then a count. */
+  private readonly idPrefix = randomUUID();
+  private made = 0;
 
   constructor(private readonly writes: WriteQueue) {}
 
   /** Files the session under its parent's tree and notes the plugin (and plugin process) that sent it. */
   learn(identity: GateIdentity, sessionId: string, now: number): void {
     const key = `${sessionId}\u0000${identity.parent}\u0000${identity.agent}\u0000${identity.pluginVersion}`;
-    const b = this.current();
+    const b = this.current(now);
     if (identity.pluginVersion && identity.link) this.linkSeen(b, identity.pluginVersion, identity.link, now);
     if (this.written.get(sessionId) === key) {
       if (identity.pluginVersion && now - (this.headersSeenAt.get(sessionId) ?? 0) >= HEADERS_SEEN_EVERY_MS) {
@@ -71,12 +75,12 @@ export class GateWrites {
 
   /** One refused request (the refusal counts once per session, its requests each). */
   countRefusal(sessionId: string, scope: RefusalScope, refusedAt: number, now: number): void {
-    this.current().refusals.push({ sessionId, scope, refusedAt, at: now });
+    this.current(now).refusals.push({ sessionId, scope, refusedAt, at: now });
   }
 
   /** The request's record (counts, money, timings; never a body). */
   record(r: RequestRecord): void {
-    const b = this.current();
+    const b = this.current(r.started_at);
     b.records.push(r);
     if (b.records.length === FULL_BATCH) this.writes.hurry();
     const s = r.session_id;
@@ -84,7 +88,8 @@ export class GateWrites {
       b.touches.set(s, Math.max(b.touches.get(s) ?? 0, r.started_at));
   }
 
-  private current(): GateBatch {
+  /** The batch being gathered; a new one made at `at` when there is none. */
+  private current(at: number): GateBatch {
     // A full queue dropped writes: maybe this batch (never to be written) and
     // what the memos say is written. Start a new batch and write all again.
     if (this.writes.stats.dropped !== this.droppedSeen) {
@@ -93,7 +98,8 @@ export class GateWrites {
       this.forget();
     }
     if (this.batch) return this.batch;
-    const b = emptyGateBatch();
+    // A bad time (a malformed record's) must not fail the batch's mark, and with it the batch.
+    const b = emptyGateBatch(`${this.idPrefix}:${++this.made}`, Number.isFinite(at) ? at : 0);
     this.batch = b;
     /** The batch leaves: later writes start a new one, and what it writes is not queued again soon. */
     const take = () => {

@@ -5,6 +5,7 @@
 import type Database from "better-sqlite3";
 import type { Migration } from "./migration.ts";
 import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
+import { GATE_MIGRATIONS } from "./migrations-gate.ts";
 import { LINK_MIGRATIONS } from "./migrations-link.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
 import { OPERATOR_MIGRATIONS } from "./migrations-operator.ts";
@@ -150,7 +151,7 @@ CREATE TABLE counters (
   },
   // Feature migrations live next to their owners' files; versions never collide
   // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...; watchdog: 181, ...;
-  // link: 251, ...; replicas: 301, ...)
+  // link: 251, ...; replicas: 301, ...; gate: 351, ...)
   // and are applied in version order.
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
@@ -171,6 +172,7 @@ ALTER TABLE refused_sessions RENAME COLUMN conversation TO session_id;
   },
   ...LINK_MIGRATIONS,
   ...REPLICA_MIGRATIONS,
+  ...GATE_MIGRATIONS,
 ];
 
 /**

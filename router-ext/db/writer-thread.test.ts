@@ -2,7 +2,8 @@
 // main thread would (rows compared table by table), none of it through the
 // main connection (a bad item: gate-writes.test.ts, both ways); a lock held
 // by another connection queues the batch and the retry lands it; a thread
-// that dies hands its writes back to the main thread, nothing lost.
+// that dies hands its writes back to the main thread, nothing lost, and a
+// batch it committed just before it died is not written twice.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -104,6 +105,27 @@ describe("the gate's writer thread", () => {
     expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 40 });
     expect(statements.filter((s) => s.startsWith("INSERT INTO requests"))).toHaveLength(20);
     expect(logs.filter((l) => l.includes("writer thread exited"))).toHaveLength(1);
+  });
+
+  it("a thread that dies after its commit, before its answer is read: the batch written again adds nothing", async () => {
+    const store = await open("s.db", true);
+    await burst(store, 20, 100);
+    const thread = (store.writes as unknown as { opts: { offload: WriterThread } }).opts.offload;
+    const worker = (thread as unknown as { worker: Worker }).worker;
+    // The next answer is committed on the thread but never reaches the main thread: the thread exits instead.
+    worker.removeAllListeners("message");
+    worker.on("message", (m: { type: string }) => {
+      if (m.type === "done") void worker.terminate();
+    });
+    statements.length = 0;
+    await burst(store, 20, 100);
+    expect(logs.filter((l) => l.includes("writer thread exited"))).toHaveLength(1);
+    expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 40 });
+    // The main thread wrote the batch again: only its mark, found already there.
+    expect(statements.filter((s) => s.startsWith("INSERT INTO gate_batches"))).toHaveLength(1);
+    expect(statements.filter((s) => s.startsWith("INSERT INTO requests"))).toHaveLength(0);
+    await burst(store, 20, 100); // and what comes next is written by the main thread
+    expect(store.db.prepare("SELECT COUNT(*) AS n FROM requests").get()).toEqual({ n: 60 });
   });
 
   it("an in-memory database has no writer thread (it cannot be shared): the main thread writes", async () => {

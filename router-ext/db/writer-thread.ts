@@ -3,7 +3,8 @@
 // committed, or the database's error with its code (so a locked, full or
 // read-only file is queued and retried exactly as a write done here). A
 // thread that cannot start, or dies, answers null from then on: the queue
-// then writes here, on the main connection, and nothing is lost.
+// then writes here, on the main connection, and nothing is lost (a batch the
+// thread committed just before it died is found claimed: gate-batch.ts).
 import { Worker } from "node:worker_threads";
 import { workerFile } from "../worker-file.ts";
 import type { WriteOffload } from "./write-queue.ts";

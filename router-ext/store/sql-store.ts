@@ -368,6 +368,7 @@ export class SqlStore implements RouterStore {
       // A resumed refusal older than the window is history only (the log keeps it until pruned too).
       const refusals = await t.refusals.prune(cutoff);
       await t.treeModes.prune(cutoff);
+      await t.gateBatches.prune(cutoff);
       await modes.prune(cutoff);
       return {
         transitions: await t.transitions.prune(cutoff),

@@ -1,7 +1,10 @@
 // The PostgreSQL engine on a real PostgreSQL (test/helpers/postgres.ts): the
 // Sql over a pool, the migrations (the same as SQLite's, applied once when
-// replicas race), the tick lead and the alert-once claim.
+// replicas race), the tick lead, the alert-once claim and the gate's batch
+// written once.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { served } from "../../router-ext/breaker/testing.ts";
+import { emptyGateBatch, writeGateBatch } from "../../router-ext/db/gate-batch.ts";
 import { openDatabase } from "../../router-ext/db/open.ts";
 import { alertClaimKey, claimAlert, pruneAlertClaims } from "../../router-ext/store/alert-claims.ts";
 import { META_TABLE, MIGRATE_LOCK, migratePg, pgSchemaVersion } from "../../router-ext/store/pg-migrate.ts";
@@ -168,6 +171,31 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
     expect(await claimAlert(a, alertClaimKey({ ...alert, state: "resolve" }), "a", 2000)).toBe(true);
     expect(await pruneAlertClaims(a, 1500)).toBe(1);
     expect(await a.get("SELECT COUNT(*) AS n FROM alert_claims")).toEqual({ n: 1 });
+  });
+
+  it("a gate batch written again (its COMMIT's answer lost) adds nothing; another batch is written", async () => {
+    const url = await server.createDatabase("batches");
+    const sql = await open(url);
+    await migratePg(sql);
+    const at = 1_800_000_000_000;
+    const batch = (id: string) => {
+      const b = emptyGateBatch(id, at);
+      b.records.push(served("m", "w", at, "root"), { ...served("m", "w", at + 1, "root"), refused: true });
+      return b;
+    };
+    const drops: string[] = [];
+    const write = (id: string) => sql.tx((q) => writeGateBatch(batch(id), q, (label) => drops.push(label)));
+    const figures = async () => ({
+      requests: await sql.get("SELECT COUNT(*) AS n FROM requests"),
+      refusals: await sql.get("SELECT value FROM counters WHERE name = 'refusals_total'"),
+    });
+    await write("one");
+    expect(await figures()).toEqual({ requests: { n: 2 }, refusals: { value: 1 } });
+    await write("one");
+    expect(await figures()).toEqual({ requests: { n: 2 }, refusals: { value: 1 } });
+    await write("two");
+    expect(await figures()).toEqual({ requests: { n: 4 }, refusals: { value: 2 } });
+    expect(drops).toEqual([]);
   });
 
   it("serve's opener: migrates with the password from the environment, and says what to fix without one", async () => {
