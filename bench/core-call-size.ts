@@ -1,11 +1,11 @@
 // One tool call's cost inside opencode as its arguments grow: generated bash
-// commands of N steps or N files, and arguments nested deep. Each is judged
-// as the plugin does on tool.execute.after (the hook's payload to a call) against the floor
-// of a bare scan: the text split into words on blanks and hashed. The ratio
-// and the time per 1,000 characters stay flat as N grows when the cost is
-// linear in the command's length;
-// it grew with N while a long command's numbers were read by blanking every
-// file across the whole text (20,000 files: 30 s).
+// commands of N steps, files or pipes, an answer on one long line, and
+// arguments nested deep. Each is judged as the plugin does on
+// tool.execute.after (the hook's payload to a call), against the floor of a
+// bare scan: the text split into words on blanks and hashed. The time per
+// 1,000 characters stays flat as N grows when the cost is linear. It grew with
+// N while a long command's numbers were read by blanking every file across the
+// whole text (20,000 files: 30 s), and a one-line answer was masked whole.
 //
 //   npx tsx bench/core-call-size.ts [--sizes 1000,5000,20000] [--rounds 5]
 import { createHash } from "node:crypto";
@@ -23,7 +23,13 @@ const sizes = String(values.sizes).split(",").map(Number);
 const rounds = Number(values.rounds);
 const policy = defaultPolicy();
 
-const SHAPES: Record<string, (n: number) => { tool: string; args: Record<string, unknown> }> = {
+interface Shape {
+  tool: string;
+  args: Record<string, unknown>;
+  output?: string;
+}
+
+const SHAPES: Record<string, (n: number) => Shape> = {
   "bash, n steps (cd d && sed -i ... f.py ; ...)": (n) => ({
     tool: "bash",
     args: { command: Array.from({ length: n }, (_, i) => `cd d${i} && sed -i s/a/b/ f${i}.py`).join(" ; ") },
@@ -36,6 +42,11 @@ const SHAPES: Record<string, (n: number) => { tool: string; args: Record<string,
     tool: "bash",
     args: { command: Array.from({ length: n }, (_, i) => `grep ${i} f${i}.ts`).join(" | ") },
   }),
+  "webfetch, an answer of n x 100 characters on one line": (n) => ({
+    tool: "webfetch",
+    args: { url: "https://example.com/a", format: "text" },
+    output: `{"rows":[${Array.from({ length: n }, (_, i) => `{"id":${i},"at":"2026-12-05T00:00:00Z","v":"${"x".repeat(50)}"}`).join(",")}]}`,
+  }),
   "edit, arguments n arrays deep": (n) => {
     let deep: unknown = [];
     for (let i = 0; i < n; i++) deep = [deep];
@@ -43,10 +54,10 @@ const SHAPES: Record<string, (n: number) => { tool: string; args: Record<string,
   },
 };
 
-function judge(tool: string, args: Record<string, unknown>, round: number): unknown {
+function judge(c: Shape, round: number): unknown {
   const hook = parseToolHook(
-    { tool, sessionID: "s", callID: `c${round}`, args },
-    { metadata: { exit: 0 }, output: "" },
+    { tool: c.tool, sessionID: "s", callID: `c${round}`, args: c.args },
+    { metadata: { exit: 0 }, output: c.output ?? "" },
   );
   return toolHookCall(hook, {
     parentId: null,
@@ -57,24 +68,30 @@ function judge(tool: string, args: Record<string, unknown>, round: number): unkn
   } as never);
 }
 
-/** A bare scan: the command split into words and hashed (the deep shape: its path alone). */
-function floor(args: Record<string, unknown>): string {
-  const text = typeof args.command === "string" ? args.command : String(args.filePath);
+/** The text that grows: the command, or the answer. */
+function textOf(c: Shape): string | null {
+  return typeof c.args.command === "string" ? c.args.command : (c.output ?? null);
+}
+
+/** A bare scan: the text split into words and hashed (the deep shape: its path alone). */
+function floor(c: Shape): string {
+  const text = textOf(c) ?? String(c.args.filePath);
   return createHash("sha256").update(text.split(/\s+/).join(" ")).digest("hex");
 }
 
 const rows: string[][] = [];
 for (const [name, make] of Object.entries(SHAPES)) {
   for (const n of sizes) {
-    const { tool, args } = make(n);
+    const c = make(n);
     const t = { judge: [] as number[], floor: [] as number[] };
     for (let r = 0; r < rounds; r++) {
-      t.floor.push(timeMs(() => floor(args)));
-      t.judge.push(timeMs(() => judge(tool, args, r)));
+      t.floor.push(timeMs(() => floor(c)));
+      t.judge.push(timeMs(() => judge(c, r)));
     }
-    const chars = typeof args.command === "string" ? args.command.length : n;
+    const text = textOf(c);
+    const chars = text?.length ?? n;
     const ms = medianOf(t.judge);
-    const perK = typeof args.command === "string" ? fmt((ms * 1e6) / chars, 1) : "-";
+    const perK = text === null ? "-" : fmt((ms * 1e6) / chars, 1);
     rows.push([
       name,
       n.toLocaleString("en-US"),
