@@ -27,6 +27,19 @@ function ctx(memo: CallContext["bashMemo"]): CallContext {
   };
 }
 
+describe("a bash command of any size", () => {
+  it("is read in time that grows with its length (a generated command of 20,000 steps)", {
+    timeout: 10_000,
+  }, () => {
+    // Numbers were read by blanking every file across the whole command: 30 s for this one, inside opencode.
+    const steps = Array.from({ length: 20_000 }, (_, i) => `cd d${i} && sed -i s/a/b/ f${i}.py`);
+    const facts = bashFacts(steps.join(" ; "), DIR, patterns, undefined);
+    expect(facts.target).toMatch(/^sed -i/);
+    expect(facts.nfp).toMatch(/^[0-9a-f]{64}$/);
+    expect(bashFacts(steps.join(" ; "), DIR, patterns, undefined).nfp).toBe(facts.nfp);
+  });
+});
+
 describe("a session's bash commands, read once each", () => {
   it("gives every call the ToolCall it gets without the memo, repeats included", () => {
     const memo = bashMemo(DIR, patterns);

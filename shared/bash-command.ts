@@ -373,6 +373,9 @@ export function rejoined(segs: string[][], text: string): ParsedCommand | null {
   return { text, bodies: [], lines: segs.map((s) => [s]), segments: segs };
 }
 
+/** A command's numbers are read from at most its first this many characters (a read's slice sits at its start). */
+const NUMBER_CHARS = 4096;
+
 /**
  * The numbers in a command outside file names: line ranges, counts, offsets
  * (`1,100p`, `-n 100`, `-n100`). Env assignments and file-descriptor numbers
@@ -380,7 +383,15 @@ export function rejoined(segs: string[][], text: string): ParsedCommand | null {
  */
 export function commandNumbers(command: Command, files: readonly string[]): string[] {
   let text = withoutUrls(joinSegments(segments(command)));
-  for (const f of [...files].sort((a, b) => b.length - a.length)) text = text.split(f).join(" ");
+  let blank = files;
+  if (text.length > NUMBER_CHARS) {
+    // Blanking every file is files x length: a long generated command (thousands of files) took seconds.
+    const cut = text.lastIndexOf(" ", NUMBER_CHARS);
+    text = text.slice(0, cut > 0 ? cut : NUMBER_CHARS);
+    const here = new Set(referencedFiles(text));
+    blank = files.filter((f) => here.has(f));
+  }
+  for (const f of [...blank].sort((a, b) => b.length - a.length)) text = text.split(f).join(" ");
   // Every number is a digit, and every redirection has an angle bracket: most commands skip both passes.
   if (!DIGIT.test(text)) return [];
   if (text.includes("<") || text.includes(">"))

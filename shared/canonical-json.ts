@@ -1,16 +1,24 @@
+/**
+ * Nesting kept: deeper objects and arrays become DEEPER. Tool arguments nest
+ * a few levels; a hostile or broken value thousands deep would overflow the
+ * stack here (and in JSON.stringify) on the user's opencode process.
+ */
+const MAX_DEPTH = 64;
+const DEEPER = "<deeper>";
+
 /** JSON with object keys sorted at every depth, so equal values hash equally. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value)) ?? "null";
+  return JSON.stringify(sortKeys(value, 0)) ?? "null";
 }
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const key of sortedKeys(value)) out[key] = sortKeys((value as Record<string, unknown>)[key]);
-    return out;
-  }
-  return value;
+function sortKeys(value: unknown, depth: number): unknown {
+  if (value === null || typeof value !== "object") return value;
+  if (depth >= MAX_DEPTH) return DEEPER;
+  if (Array.isArray(value)) return value.map((v) => sortKeys(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const key of sortedKeys(value))
+    out[key] = sortKeys((value as Record<string, unknown>)[key], depth + 1);
+  return out;
 }
 
 /**

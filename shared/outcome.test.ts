@@ -45,6 +45,29 @@ describe("outcome of a long answer", () => {
   });
 });
 
+describe("outcome of an answer on one long line (a minified page, one-line JSON)", () => {
+  const line = (rows: number) =>
+    `{"items":[${Array.from({ length: rows }, (_, i) => `{"n":"item ${i}"}`).join(",")}]}`;
+  it("masks it whole up to 256 KB: a changed duration or time is the same answer", () => {
+    const text = line(10_000); // about 180 KB
+    expect(outcomeHash("completed", 0, `took 12ms ${text} at 10:00:01`)).toBe(
+      outcomeHash("completed", 0, `took 9ms ${text} at 10:00:07`),
+    );
+    expect(outcomeHash("completed", 0, text.replace('"item 5000"', '"item x"'))).not.toBe(
+      outcomeHash("completed", 0, text),
+    );
+  });
+  it("hashes it as it is past 256 KB (masking 5 MB held the event loop): only the same text is the same answer", () => {
+    const text = line(20_000); // about 370 KB
+    expect(outcomeHash("completed", 0, `took 12ms ${text}`)).toBe(
+      outcomeHash("completed", 0, `took 12ms ${text}`),
+    );
+    expect(outcomeHash("completed", 0, `took 12ms ${text}`)).not.toBe(
+      outcomeHash("completed", 0, `took 9ms ${text}`),
+    );
+  });
+});
+
 describe("ids in an answer", () => {
   it("masks a word of 8 or more lower-case hex characters with a digit, and nothing shorter or wider", () => {
     expect(maskVolatile("sha 1a2b3c4d and deadbee1 and abcdefab12")).toBe("sha <id> and <id> and <id>");

@@ -59,12 +59,23 @@ function edges(text: string): [string, string, string] {
   return [text.slice(0, headEnd), middle, text.slice(tailStart)];
 }
 
+/**
+ * An edge longer than this (an answer on one long line: a minified page,
+ * one-line JSON) is hashed as it is: masked, 5 MB held opencode's event loop
+ * for a quarter of a second. Cutting it instead would move the cut with every
+ * changed length before it, so a changed duration would still differ.
+ */
+const MASK_MAX = 256 * 1024;
+
+/** The text with its volatile parts masked, or as it is past MASK_MAX. */
+function masked(text: string): string {
+  return text.length > MASK_MAX ? text : maskVolatile(text);
+}
+
 /** The hash of one answer: status, exit code and the text with its volatile parts masked. */
 export function outcomeHash(status: string, exit: number | null, text: string): string {
   const [head, middle, tail] = edges(text);
   const body =
-    middle === "" && tail === ""
-      ? maskVolatile(head)
-      : `${maskVolatile(head)}\u0000${middle}\u0000${maskVolatile(tail)}`;
+    middle === "" && tail === "" ? masked(head) : `${masked(head)}\u0000${middle}\u0000${masked(tail)}`;
   return sha256(`${status}\u0000${exit ?? ""}\u0000${body}`).slice(0, 32);
 }

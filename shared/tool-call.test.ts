@@ -55,6 +55,11 @@ describe("exact fingerprint", () => {
   it("canonical JSON sorts keys and keeps arrays in order", () => {
     expect(canonicalJson({ b: 1, a: [3, { d: 1, c: 2 }] })).toBe('{"a":[3,{"c":2,"d":1}],"b":1}');
     expect(canonicalJson(undefined)).toBe("null");
+    // Nesting past 64 levels is cut, not followed: a value 100,000 deep would overflow the stack.
+    let deep: unknown = [];
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(canonicalJson(deep)).toBe(`${"[".repeat(64)}"<deeper>"${"]".repeat(64)}`);
+    expect(call("edit", { filePath: "a.ts", deep }).fp).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it("canonical JSON orders keys as sort() does: code units, integer-like keys in numeric order", () => {
