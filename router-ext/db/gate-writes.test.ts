@@ -161,9 +161,12 @@ describe("the gate's batched writes", () => {
     await write("two"); // another batch with the same content is written
     expect(figures()).toMatchObject({ requests: { n: 4 }, refusals: { value: 2 } });
     expect(drops).toEqual([]);
-    // The marks go with the rest of the history.
-    await store.prune(T0 + 1, 0);
+    // The marks are kept a day, however long the history is kept.
+    await store.prune(T0 + 23 * 3_600_000, 30 * 86_400_000);
+    expect(store.db.prepare("SELECT COUNT(*) AS n FROM gate_batches").get()).toEqual({ n: 2 });
+    await store.prune(T0 + 25 * 3_600_000, 30 * 86_400_000);
     expect(store.db.prepare("SELECT COUNT(*) AS n FROM gate_batches").get()).toEqual({ n: 0 });
+    expect(figures()).toMatchObject({ requests: { n: 4 } });
   });
 
   it.each([

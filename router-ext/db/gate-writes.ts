@@ -11,7 +11,7 @@
 // periods; a link whose URL or state changed is written in the next batch):
 // each such write updates a row and an index, which cost a busy gate more
 // than the request's own record.
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { RefusalScope } from "../api/schemas.ts";
 import type { GateIdentity, PluginLinkHeaders, RequestRecord } from "../gate/types.ts";
 import { emptyGateBatch, type GateBatch, writeGateBatch } from "./gate-batch.ts";
@@ -42,8 +42,11 @@ export class GateWrites {
 
   /** The write queue's dropped count when the memos were last known true. */
   private droppedSeen = 0;
-  /** Batch ids: this writer's own prefix (unique across processes and restarts), then a count. */
-  private readonly idPrefix = randomUUID();
+  /**
+   * Batch ids: this writer's own prefix (72 random bits: unique across
+   * processes and restarts), then a count. Short: a quiet gate writes one per request.
+   */
+  private readonly idPrefix = randomBytes(9).toString("base64url");
   private made = 0;
 
   constructor(private readonly writes: WriteQueue) {}
@@ -99,7 +102,7 @@ export class GateWrites {
     }
     if (this.batch) return this.batch;
     // A bad time (a malformed record's) must not fail the batch's mark, and with it the batch.
-    const b = emptyGateBatch(`${this.idPrefix}:${++this.made}`, Number.isFinite(at) ? at : 0);
+    const b = emptyGateBatch(`${this.idPrefix}${(++this.made).toString(36)}`, Number.isFinite(at) ? at : 0);
     this.batch = b;
     /** The batch leaves: later writes start a new one, and what it writes is not queued again soon. */
     const take = () => {

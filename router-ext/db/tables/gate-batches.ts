@@ -12,7 +12,7 @@ export function gateBatchesTable(sql: Sql) {
       );
       return row !== undefined;
     },
-    /** Forgets batches made before `cutoff` (a retry comes within the write queue's wait, not that late). */
+    /** Forgets batches made before `cutoff` (a retry comes within seconds of the database answering again). */
     async prune(cutoff: number): Promise<number> {
       return (await sql.run("DELETE FROM gate_batches WHERE made_at < ?", [cutoff])).changes;
     },
