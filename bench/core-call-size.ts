@@ -5,7 +5,7 @@
 // bare scan: the text split into words on blanks and hashed. The time per
 // 1,000 characters stays flat as N grows when the cost is linear. It grew with
 // N while a long command's numbers were read by blanking every file across the
-// whole text (20,000 files: 30 s), and a one-line answer was masked whole.
+// whole text (20,000 steps or pipes: over 30 s), and a one-line answer was masked whole.
 //
 //   npx tsx bench/core-call-size.ts [--sizes 1000,5000,20000] [--rounds 5]
 import { createHash } from "node:crypto";

@@ -31,7 +31,7 @@ describe("a bash command of any size", () => {
   it("is read in time that grows with its length (a generated command of 20,000 steps)", {
     timeout: 10_000,
   }, () => {
-    // Numbers were read by blanking every file across the whole command: 30 s for this one, inside opencode.
+    // Numbers were read by blanking every file across the whole command: over a minute for this one here.
     const steps = Array.from({ length: 20_000 }, (_, i) => `cd d${i} && sed -i s/a/b/ f${i}.py`);
     const facts = bashFacts(steps.join(" ; "), DIR, patterns, undefined);
     expect(facts.target).toMatch(/^sed -i/);

@@ -106,7 +106,7 @@ describe("referenced files and numbers", () => {
   it("reads a long command's numbers from its start, so thousands of files cost no more than the text", {
     timeout: 10_000,
   }, () => {
-    // Every file used to be blanked across the whole text (files x length): 20,000 files took 30 s.
+    // Every file used to be blanked across the whole text (files x length): 20,000 files took 15 s here.
     const files = Array.from({ length: 20_000 }, (_, i) => `src/m${i}/f${i}.ts`);
     const long = `sed -n 10,20p a.py && git add ${files.join(" ")} && head -n 99 b.py`;
     expect(commandNumbers(long, referencedFiles(long))).toEqual(["10", "20"]);

@@ -8,7 +8,7 @@ export const GATE_MIGRATIONS: readonly Migration[] = [
   {
     version: 351,
     name: "gate batches written once",
-    // One row per committed batch: its id and when it was made (pruned with the history).
+    // One row per committed batch: its id and when it was made (kept a day: router-ext/store/sql-store.ts).
     sql: `
 CREATE TABLE gate_batches (
   id TEXT PRIMARY KEY,
