@@ -1,7 +1,7 @@
 /**
- * Nesting kept: deeper objects and arrays become DEEPER. Tool arguments nest
- * a few levels; a hostile or broken value thousands deep would overflow the
- * stack here (and in JSON.stringify) on the user's opencode process.
+ * Nesting followed this deep; an object or array deeper is written as DEEPER.
+ * Tool arguments nest a few levels; a hostile or broken value thousands deep
+ * would overflow the stack here (and in JSON.stringify) in the user's opencode.
  */
 const MAX_DEPTH = 64;
 const DEEPER = "<deeper>";
