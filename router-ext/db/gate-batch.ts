@@ -9,10 +9,8 @@ import type { PluginLinkSeen } from "./tables/plugin-links.ts";
 import { isUnavailable } from "./unavailable.ts";
 
 export interface GateBatch {
-  /** Unique across processes and restarts: a batch committed once is not written again (a retry after a lost answer). */
-  id: string;
-  /** The time of its first item (when its mark is pruned). */
-  madeAt: number;
+  /** Times it was handed to a transaction: past the first, an earlier one may have committed. */
+  tries: number;
   /** Identity key -> what a session's requests taught. */
   identities: Map<string, { identity: GateIdentity; sessionId: string; key: string; at: number }>;
   /** Sessions whose identity is written: only the time their plugin's headers were seen moves. */
@@ -28,10 +26,9 @@ export interface GateBatch {
 /** An item the database refused for its own reason: dropped, the rest of the batch still goes. */
 export type DropItem = (label: string, err: unknown) => void;
 
-export function emptyGateBatch(id: string, madeAt: number): GateBatch {
+export function emptyGateBatch(): GateBatch {
   return {
-    id,
-    madeAt,
+    tries: 0,
     identities: new Map(),
     plugins: new Map(),
     links: new Map(),
@@ -45,13 +42,14 @@ export function emptyGateBatch(id: string, madeAt: number): GateBatch {
  * Writes `b` on `q` (one transaction), on tables the gate's facts do not
  * observe (they learnt all this first). An unavailable database throws, so
  * the whole batch rolls back for a retry; any other failing item is dropped.
- * A batch committed before (the writer thread died after its COMMIT, or
- * PostgreSQL's answer to it was lost, and the write queue wrote it again)
- * writes nothing: no record, refusal count or counter twice.
+ * A batch tried before whose records are there already committed (the
+ * writer thread died after its COMMIT, or PostgreSQL's answer to it was
+ * lost): its records and refusal counts are not written twice (the rest
+ * sets, and setting it again changes nothing).
  */
 export async function writeGateBatch(b: GateBatch, q: Sql, drop: DropItem): Promise<void> {
   const t = openTables(q);
-  if (!(await t.gateBatches.claim(b.id, b.madeAt))) return;
+  const committed = b.tries > 1 && (await writtenBefore(t, b.records));
   const modes = new ModesStore(t);
   const each = async (label: string, write: () => Promise<unknown>) => {
     try {
@@ -71,14 +69,24 @@ export async function writeGateBatch(b: GateBatch, q: Sql, drop: DropItem): Prom
   for (const [sessionId, p] of b.plugins)
     await each("plugin headers seen", () => headersSeen(sessionId, p.version, p.at));
   for (const l of b.links.values()) await each("plugin link", () => t.pluginLinks.seen(l.seen, l.at));
-  for (const r of b.refusals)
+  for (const r of committed ? [] : b.refusals)
     await each("refusal count", () => modes.countRefusal(r.sessionId, r.scope, r.refusedAt, r.at));
-  for (const r of b.records)
+  for (const r of committed ? [] : b.records)
     await each("request record", async () => {
       await t.requests.insert(r);
       if (r.refused) await t.counters.bump("refusals_total");
     });
   for (const [sessionId, at] of b.touches) await each("session touch", () => t.sessions.touch(sessionId, at));
+}
+
+/**
+ * Whether the batch committed before: its first record with a session and a
+ * time is there (a transaction writes all of them or none). Asked on a retry
+ * only, so the first write of every batch costs no read.
+ */
+async function writtenBefore(t: Tables, records: readonly RequestRecord[]): Promise<boolean> {
+  const probe = records.find((r) => r.session_id !== null && Number.isFinite(r.started_at));
+  return probe !== undefined && (await t.requests.has(probe));
 }
 
 /** Files the session under its parent's tree (ids and names capped as the gate caps them). */

@@ -11,7 +11,6 @@
 // periods; a link whose URL or state changed is written in the next batch):
 // each such write updates a row and an index, which cost a busy gate more
 // than the request's own record.
-import { randomBytes } from "node:crypto";
 import type { RefusalScope } from "../api/schemas.ts";
 import type { GateIdentity, PluginLinkHeaders, RequestRecord } from "../gate/types.ts";
 import { emptyGateBatch, type GateBatch, writeGateBatch } from "./gate-batch.ts";
@@ -42,19 +41,13 @@ export class GateWrites {
 
   /** The write queue's dropped count when the memos were last known true. */
   private droppedSeen = 0;
-  /**
-   * Batch ids: this writer's own prefix (72 random bits: unique across
-   * processes and restarts), then a count. Short: a quiet gate writes one per request.
-   */
-  private readonly idPrefix = randomBytes(9).toString("base64url");
-  private made = 0;
 
   constructor(private readonly writes: WriteQueue) {}
 
   /** Files the session under its parent's tree and notes the plugin (and plugin process) that sent it. */
   learn(identity: GateIdentity, sessionId: string, now: number): void {
     const key = `${sessionId}\u0000${identity.parent}\u0000${identity.agent}\u0000${identity.pluginVersion}`;
-    const b = this.current(now);
+    const b = this.current();
     if (identity.pluginVersion && identity.link) this.linkSeen(b, identity.pluginVersion, identity.link, now);
     if (this.written.get(sessionId) === key) {
       if (identity.pluginVersion && now - (this.headersSeenAt.get(sessionId) ?? 0) >= HEADERS_SEEN_EVERY_MS) {
@@ -78,12 +71,12 @@ export class GateWrites {
 
   /** One refused request (the refusal counts once per session, its requests each). */
   countRefusal(sessionId: string, scope: RefusalScope, refusedAt: number, now: number): void {
-    this.current(now).refusals.push({ sessionId, scope, refusedAt, at: now });
+    this.current().refusals.push({ sessionId, scope, refusedAt, at: now });
   }
 
   /** The request's record (counts, money, timings; never a body). */
   record(r: RequestRecord): void {
-    const b = this.current(r.started_at);
+    const b = this.current();
     b.records.push(r);
     if (b.records.length === FULL_BATCH) this.writes.hurry();
     const s = r.session_id;
@@ -91,8 +84,7 @@ export class GateWrites {
       b.touches.set(s, Math.max(b.touches.get(s) ?? 0, r.started_at));
   }
 
-  /** The batch being gathered; a new one made at `at` when there is none. */
-  private current(at: number): GateBatch {
+  private current(): GateBatch {
     // A full queue dropped writes: maybe this batch (never to be written) and
     // what the memos say is written. Start a new batch and write all again.
     if (this.writes.stats.dropped !== this.droppedSeen) {
@@ -101,8 +93,7 @@ export class GateWrites {
       this.forget();
     }
     if (this.batch) return this.batch;
-    // A bad time (a malformed record's) must not fail the batch's mark, and with it the batch.
-    const b = emptyGateBatch(`${this.idPrefix}${(++this.made).toString(36)}`, Number.isFinite(at) ? at : 0);
+    const b = emptyGateBatch();
     this.batch = b;
     /** The batch leaves: later writes start a new one, and what it writes is not queued again soon. */
     const take = () => {
@@ -114,11 +105,13 @@ export class GateWrites {
       "gate batch",
       (q) => {
         take();
+        b.tries++;
         return writeGateBatch(b, q, (label, err) => this.writes.drop(label, err));
       },
       {
         take: (): GateBatchJob => {
           take();
+          b.tries++;
           return { kind: "gate batch", batch: b };
         },
         settle: (out) => {

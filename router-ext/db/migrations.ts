@@ -5,7 +5,6 @@
 import type Database from "better-sqlite3";
 import type { Migration } from "./migration.ts";
 import { BREAKER_MIGRATIONS } from "./migrations-breaker.ts";
-import { GATE_MIGRATIONS } from "./migrations-gate.ts";
 import { LINK_MIGRATIONS } from "./migrations-link.ts";
 import { MODES_MIGRATIONS } from "./migrations-modes.ts";
 import { OPERATOR_MIGRATIONS } from "./migrations-operator.ts";
@@ -151,7 +150,7 @@ CREATE TABLE counters (
   },
   // Feature migrations live next to their owners' files; versions never collide
   // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...; watchdog: 181, ...;
-  // link: 251, ...; replicas: 301, ...; gate: 351, ...)
+  // link: 251, ...; replicas: 301, ...)
   // and are applied in version order.
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
@@ -172,7 +171,6 @@ ALTER TABLE refused_sessions RENAME COLUMN conversation TO session_id;
   },
   ...LINK_MIGRATIONS,
   ...REPLICA_MIGRATIONS,
-  ...GATE_MIGRATIONS,
 ];
 
 /**

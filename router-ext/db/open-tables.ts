@@ -3,7 +3,6 @@ import type { Sql } from "../store/sql.ts";
 import { capsTable } from "./tables/caps.ts";
 import { countersTable } from "./tables/counters.ts";
 import { directivesTable } from "./tables/directives.ts";
-import { gateBatchesTable } from "./tables/gate-batches.ts";
 import { knobsTable } from "./tables/knobs.ts";
 import { marksTable } from "./tables/marks.ts";
 import { pluginLinksTable } from "./tables/plugin-links.ts";
@@ -23,7 +22,6 @@ export function openTables(db: Sql) {
     caps: capsTable(db),
     counters: countersTable(db),
     directives: directivesTable(db),
-    gateBatches: gateBatchesTable(db),
     knobs: knobsTable(db),
     marks: marksTable(db),
     pluginLinks: pluginLinksTable(db),

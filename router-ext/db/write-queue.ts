@@ -309,7 +309,8 @@ export class WriteQueue {
   /** One transaction of `writes`: on the writer thread when all are jobs and it still writes, else here. */
   private async transaction(writes: Write[]): Promise<void> {
     const offload = this.opts.offload;
-    const jobs = offload && writes.every((w) => w.job) ? writes.map((w) => w.job as WriteJob) : null;
+    // Taken only when the thread writes: a take counts as a try (gate-batch.ts reads a retry's records first).
+    const jobs = offload?.writing && writes.every((w) => w.job) ? writes.map((w) => w.job as WriteJob) : null;
     const outs = jobs && offload ? await offload.tx(jobs.map((j) => j.take())) : null;
     if (jobs && outs) {
       for (let i = 0; i < jobs.length; i++) jobs[i]?.settle(outs[i]);

@@ -4,7 +4,7 @@
 // read-only file is queued and retried exactly as a write done here). A
 // thread that cannot start, or dies, answers null from then on: the queue
 // then writes here, on the main connection, and nothing is lost (a batch the
-// thread committed just before it died is found claimed: gate-batch.ts).
+// thread committed just before it died finds its records there: gate-batch.ts).
 import { Worker } from "node:worker_threads";
 import { workerFile } from "../worker-file.ts";
 import type { WriteOffload } from "./write-queue.ts";

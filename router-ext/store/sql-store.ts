@@ -58,14 +58,6 @@ interface Tx {
 }
 
 /**
- * How long a written gate batch's mark is kept (gate_batches): a retry of a
- * committed batch comes within seconds of the database answering again, and a
- * quiet gate writes a mark per request, so a day bounds the table well below
- * the requests' own history.
- */
-const BATCH_MARKS_KEPT_MS = 24 * 60 * 60 * 1000;
-
-/**
  * @example
  * const store = await SqlStore.open(new SqliteSql(openDatabase(":memory:")));
  * await store.storeProgress(messages, { now: Date.now(), plan: (ctx, t) => planTransition(ctx, t, knobs, now) });
@@ -376,7 +368,6 @@ export class SqlStore implements RouterStore {
       // A resumed refusal older than the window is history only (the log keeps it until pruned too).
       const refusals = await t.refusals.prune(cutoff);
       await t.treeModes.prune(cutoff);
-      await t.gateBatches.prune(Math.max(cutoff, now - BATCH_MARKS_KEPT_MS));
       await modes.prune(cutoff);
       return {
         transitions: await t.transitions.prune(cutoff),

@@ -4,7 +4,7 @@
 // written once.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { served } from "../../router-ext/breaker/testing.ts";
-import { emptyGateBatch, writeGateBatch } from "../../router-ext/db/gate-batch.ts";
+import { emptyGateBatch, type GateBatch, writeGateBatch } from "../../router-ext/db/gate-batch.ts";
 import { openDatabase } from "../../router-ext/db/open.ts";
 import { alertClaimKey, claimAlert, pruneAlertClaims } from "../../router-ext/store/alert-claims.ts";
 import { META_TABLE, MIGRATE_LOCK, migratePg, pgSchemaVersion } from "../../router-ext/store/pg-migrate.ts";
@@ -178,22 +178,26 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
     const sql = await open(url);
     await migratePg(sql);
     const at = 1_800_000_000_000;
-    const batch = (id: string) => {
-      const b = emptyGateBatch(id, at);
+    const batch = () => {
+      const b = emptyGateBatch();
       b.records.push(served("m", "w", at, "root"), { ...served("m", "w", at + 1, "root"), refused: true });
       return b;
     };
     const drops: string[] = [];
-    const write = (id: string) => sql.tx((q) => writeGateBatch(batch(id), q, (label) => drops.push(label)));
+    const write = (b: GateBatch) => {
+      b.tries++;
+      return sql.tx((q) => writeGateBatch(b, q, (label) => drops.push(label)));
+    };
     const figures = async () => ({
       requests: await sql.get("SELECT COUNT(*) AS n FROM requests"),
       refusals: await sql.get("SELECT value FROM counters WHERE name = 'refusals_total'"),
     });
-    await write("one");
+    const one = batch();
+    await write(one);
     expect(await figures()).toEqual({ requests: { n: 2 }, refusals: { value: 1 } });
-    await write("one");
+    await write(one);
     expect(await figures()).toEqual({ requests: { n: 2 }, refusals: { value: 1 } });
-    await write("two");
+    await write(batch());
     expect(await figures()).toEqual({ requests: { n: 4 }, refusals: { value: 2 } });
     expect(drops).toEqual([]);
   });

@@ -27,6 +27,22 @@ export function requestsTable(sql: Sql) {
         },
       );
     },
+    /**
+     * Whether this record is written (its session, start, duration and
+     * status: a session's requests follow one another, so two never match).
+     */
+    async has(r: RequestRecord): Promise<boolean> {
+      const row = await sql.get(
+        "SELECT 1 AS one FROM requests WHERE session_id = ? AND started_at = ? AND duration_ms = ? AND status = ? LIMIT 1",
+        [
+          r.session_id,
+          Math.round(r.started_at),
+          Math.max(0, Math.round(r.duration_ms)),
+          Math.trunc(r.status),
+        ],
+      );
+      return row !== undefined;
+    },
     /** The latest `limit` requests of these sessions, oldest first. */
     async forConversations(sessionIds: readonly string[], limit: number): Promise<RequestView[]> {
       const ids = sessionIds.slice(0, CONVERSATIONS_MAX);
