@@ -184,7 +184,7 @@ describe("the gate's batched writes", () => {
       const logs: string[] = [];
       await store.close();
       store = await openSqliteStore(join(dir, "s.db"), { log: (l) => logs.push(l), writerThread });
-      // The first is bad too: the batch is made at its time, and its mark must still be written.
+      // The first is bad too: a batch's first item may be the one dropped.
       for (const started_at of [Number.NaN, T0, T0 + 1, Number.NaN, T0 + 2])
         store.recordRequest({ ...served("m", "w", T0, "root"), started_at });
       await store.flush();
