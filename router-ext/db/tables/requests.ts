@@ -8,6 +8,15 @@ import type { Sql } from "../../store/sql.ts";
 /** Most sessions one forConversations call asks about (a session and its direct children). */
 const CONVERSATIONS_MAX = 500;
 
+/** A record's start, duration and status as stored: what insert writes and has() matches. */
+function storedTimes(r: RequestRecord) {
+  return {
+    status: Math.trunc(r.status),
+    duration_ms: Math.max(0, Math.round(r.duration_ms)),
+    started_at: Math.round(r.started_at),
+  };
+}
+
 export function requestsTable(sql: Sql) {
   return {
     async insert(r: RequestRecord): Promise<void> {
@@ -18,13 +27,7 @@ export function requestsTable(sql: Sql) {
          VALUES (@session_id, @root_id, @agent, @parent, @model, @status, @prompt_tokens, @completion_tokens,
            @cached_tokens, @cost_usd, @context_tokens, @started_at, @duration_ms, @refused, @plugin_version, @client,
            @error, @response_bytes)`,
-        {
-          ...r,
-          refused: r.refused ? 1 : 0,
-          status: Math.trunc(r.status),
-          duration_ms: Math.max(0, Math.round(r.duration_ms)),
-          started_at: Math.round(r.started_at),
-        },
+        { ...r, ...storedTimes(r), refused: r.refused ? 1 : 0 },
       );
     },
     /**
@@ -32,14 +35,10 @@ export function requestsTable(sql: Sql) {
      * status: a session's requests follow one another, so two never match).
      */
     async has(r: RequestRecord): Promise<boolean> {
+      const t = storedTimes(r);
       const row = await sql.get(
         "SELECT 1 AS one FROM requests WHERE session_id = ? AND started_at = ? AND duration_ms = ? AND status = ? LIMIT 1",
-        [
-          r.session_id,
-          Math.round(r.started_at),
-          Math.max(0, Math.round(r.duration_ms)),
-          Math.trunc(r.status),
-        ],
+        [r.session_id, t.started_at, t.duration_ms, t.status],
       );
       return row !== undefined;
     },
