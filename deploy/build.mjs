@@ -1,6 +1,7 @@
 // Bundles the three deliverables with esbuild: the CLI (Node) with the worker
 // threads it starts beside it (dist/calibrate-replay-worker.mjs for calibrate
-// --db, dist/gate-writer-worker.mjs for serve's SQLite writes), the
+// --db, dist/gate-writer-worker.mjs for serve's SQLite writes,
+// dist/watchdog-tick-worker.mjs for serve's in-process watchdog), the
 // opencode plugin (one self-contained ESM file for opencode's Bun runtime) and
 // the admin page's browser script. Runs on `npm install` (prepare) and `npm start`.
 import { chmodSync, readFileSync } from "node:fs";

@@ -21,6 +21,7 @@ const repoModulesPure = {
 export const WORKERS = {
   "calibrate-replay-worker": "router-ext/calibrate/replay-worker.ts",
   "gate-writer-worker": "router-ext/db/writer-worker.ts",
+  "watchdog-tick-worker": "router-ext/watchdog/tick-worker.ts",
 };
 
 /** esbuild's options for the bundle of worker `name` at `outfile`, from the repo at `root`. */

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 /** The workers stallguard starts (deploy/worker-build.mjs WORKERS names their entry files). */
-export type WorkerName = "calibrate-replay-worker" | "gate-writer-worker";
+export type WorkerName = "calibrate-replay-worker" | "gate-writer-worker" | "watchdog-tick-worker";
 
 export interface WorkerFile {
   url: URL;

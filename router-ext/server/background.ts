@@ -4,6 +4,7 @@
 import type { Config } from "../../shared/index.ts";
 import type { BreakerStore } from "../breaker/store.ts";
 import type { RouterStore } from "../store/router-store.ts";
+import type { TickThread } from "../watchdog/tick-thread.ts";
 
 export interface Job {
   restart(next: Config): void;
@@ -65,12 +66,18 @@ export interface WatchdogJobOptions {
   lead?: (tick: () => Promise<void>, intervalMs: number) => Promise<void>;
 }
 
-/** The in-process watchdog loop (serve only), unless a systemd timer ticks instead. */
+/**
+ * The in-process watchdog loop (serve only), unless a systemd timer ticks
+ * instead. Its ticks run on a thread of their own (watchdog/tick-thread.ts):
+ * reading and judging a big tree never holds the gate's event loop.
+ */
 export async function startWatchdogJob(o: WatchdogJobOptions, firstDelayMs: number): Promise<Job> {
   let loop: { stop(): Promise<void> } | null = null;
+  let thread: TickThread | null = null;
   const start = async (delayMs: number) => {
     if (!o.wanted || !o.config().watchdog.enabled) return;
     const wd = await import("../watchdog/index.ts");
+    thread ??= wd.tickThread(o.log);
     if (wd.timerInstalled({ env: o.env })) {
       o.log(`watchdog: systemd timer ${wd.TIMER_UNIT} installed; not ticking in-process`);
       return;
@@ -85,11 +92,12 @@ export async function startWatchdogJob(o: WatchdogJobOptions, firstDelayMs: numb
       log: o.log,
       firstDelayMs: delayMs,
       unref: true,
+      runTick: thread.run,
       ...(o.lead
         ? { lead: (tick: () => Promise<void>) => o.lead?.(tick, o.config().watchdog.interval) ?? tick() }
         : {}),
     });
-    o.log(`watchdog: ticking in-process every ${o.config().watchdog.interval / 1000}s`);
+    o.log(`watchdog: ticking in-process every ${o.config().watchdog.interval / 1000}s, on its own thread`);
   };
   await start(firstDelayMs);
   return {
@@ -100,6 +108,7 @@ export async function startWatchdogJob(o: WatchdogJobOptions, firstDelayMs: numb
     },
     async stop() {
       await loop?.stop();
+      await thread?.close();
     },
   };
 }

@@ -19,3 +19,4 @@ export { type RouterStatus, replayTick, replayTree, settleTick } from "./replay-
 export { collectServers, rcServersPath, readRcServers, serversFromRegistry } from "./servers.ts";
 export { defaultStatePath, loadState, saveState, type WatchdogState } from "./state.ts";
 export { runWatchdogTick, type WatchdogTickOptions, type WatchdogTickResult } from "./tick.ts";
+export { type TickRunner, type TickThread, tickThread } from "./tick-thread.ts";

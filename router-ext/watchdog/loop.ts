@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { runWatchdogTick, type WatchdogTickOptions, type WatchdogTickResult } from "./tick.ts";
+import type { TickRunner } from "./tick-thread.ts";
 
 export const TIMER_UNIT = "stallguard-watchdog.timer";
 
@@ -33,6 +34,8 @@ export interface WatchdogLoopOptions extends WatchdogTickOptions {
   schedule?: Schedule;
   /** Runs each tick (replicas: only the one that leads this interval does; router-ext/store/replica-lead.ts). Default: always. */
   lead?: (tick: () => Promise<void>) => Promise<void>;
+  /** Runs a tick: serve's loop hands it to the watchdog's thread (tick-thread.ts). Default: runWatchdogTick here. */
+  runTick?: TickRunner;
 }
 
 export interface WatchdogLoop {
@@ -54,7 +57,7 @@ export function startWatchdogLoop(opts: WatchdogLoopOptions): WatchdogLoop {
   };
   const run = () => {
     timer = null;
-    const tick = () => runWatchdogTick(opts).then((r) => opts.onTick?.(r));
+    const tick = () => (opts.runTick ?? runWatchdogTick)(opts).then((r) => opts.onTick?.(r));
     running = (opts.lead ? opts.lead(tick) : tick())
       .catch((err: unknown) => log(`watchdog: tick failed: ${(err as Error)?.stack ?? String(err)}`))
       .finally(() => {

@@ -140,6 +140,7 @@ describe("watchdog on opencode.db, no server configured", () => {
   test("serve's in-process watchdog flags it through the file; no blind alert while the file is readable", async () => {
     const dir = join(tmp, "serve");
     mkdirSync(dir, { recursive: true });
+    const said: string[] = [];
     const srv = await startTestRouter(dir, loopYaml(hook.url), {
       env: {
         ...routerEnv(dir, { STALLGUARD_ADMIN_TOKEN: ADMIN }),
@@ -148,6 +149,7 @@ describe("watchdog on opencode.db, no server configured", () => {
         XDG_STATE_HOME: join(dir, "state"),
       },
       watchdog: true,
+      log: (line: string) => said.push(line),
     });
     routers.push(srv);
     // The first in-process tick runs 5 s after start, then every second.
@@ -169,6 +171,9 @@ describe("watchdog on opencode.db, no server configured", () => {
       .toBeGreaterThan(first + 1500);
     expect((await api(srv, "/health")).watchdog).toMatchObject({ blind: false, db: "read", servers: 0 });
     expect(hook.bodies.filter((b) => /blind/.test(b.title))).toEqual([]);
+    // Those ticks ran on the watchdog's own thread (tick-thread.ts), none failed.
+    expect(said).toContain("watchdog: ticking in-process every 1s, on its own thread");
+    expect(said.filter((l) => /its thread did not start|tick failed/.test(l))).toEqual([]);
   });
 
   test("the run then finishes normally: reading its database never got in its way", async () => {
