@@ -330,6 +330,28 @@ describe("SqlStore on SQLite", () => {
     expect((await store.refusal("tree", "kept"))?.state).toBe("stopped");
   });
 
+  it("prunes a long request history in chunks: other work runs between them, every old request goes, the new stay", async () => {
+    for (let i = 0; i < 12_000; i++) store.recordRequest(request({ started_at: 1000 + i }));
+    for (let i = 0; i < 300; i++) store.recordRequest(request({ started_at: 990_000 + i }));
+    await store.flush();
+    let turns = 0;
+    let pruning = true;
+    const spin = () => {
+      turns++;
+      if (pruning) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const r = await store.prune(1_000_000, 10_000);
+    pruning = false;
+    expect(r.requests).toBe(12_000);
+    // 12,000 requests are three chunks (5,000 each): the event loop turned between them.
+    expect(turns).toBeGreaterThanOrEqual(2);
+    const left = await store.sql.all<{ n: number; first: number }>(
+      "SELECT COUNT(*) AS n, MIN(started_at) AS first FROM requests",
+    );
+    expect(left).toEqual([{ n: 300, first: 990_000 }]);
+  });
+
   it("persists knob overrides as JSON", async () => {
     await store.setKnobOverride("thresholds.dup_warn", 0.5, "admin", 1);
     await store.setKnobOverride("progress.read_only_agents", ["explore"], "admin", 2);

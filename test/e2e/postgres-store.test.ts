@@ -1,7 +1,7 @@
 // The PostgreSQL engine on a real PostgreSQL (test/helpers/postgres.ts): the
 // Sql over a pool, the migrations (the same as SQLite's, applied once when
-// replicas race), the tick lead, the alert-once claim and the gate's batch
-// written once.
+// replicas race), the tick lead, the alert-once claim, the gate's batch
+// written once and retention's chunked prune.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { served } from "../../router-ext/breaker/testing.ts";
 import { emptyGateBatch, type GateBatch, writeGateBatch } from "../../router-ext/db/gate-batch.ts";
@@ -200,6 +200,25 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
     await write(batch());
     expect(await figures()).toEqual({ requests: { n: 4 }, refusals: { value: 2 } });
     expect(drops).toEqual([]);
+  });
+
+  it("retention prunes a request history longer than one chunk: every old request goes, the new stay", async () => {
+    const url = await server.createDatabase("prune");
+    const store = await openPgStore(url, { STALLGUARD_PG_PASSWORD: server.password }, { log: () => {} });
+    try {
+      const at = 1_800_000_000_000;
+      for (let i = 0; i < 6_000; i++) store.recordRequest(served("m", `s${i % 7}`, at + i, "root"));
+      for (let i = 0; i < 40; i++) store.recordRequest(served("m", "new", at + 500_000 + i, "root"));
+      await store.flush();
+      const r = await store.prune(at + 510_000, 100_000);
+      expect(r.requests).toBe(6_000);
+      expect(await store.pg.get("SELECT COUNT(*) AS n, MIN(started_at) AS first FROM requests")).toEqual({
+        n: 40,
+        first: at + 500_000,
+      });
+    } finally {
+      await store.close();
+    }
   });
 
   it("serve's opener: migrates with the password from the environment, and says what to fix without one", async () => {

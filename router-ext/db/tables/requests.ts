@@ -66,6 +66,11 @@ export function requestsTable(sql: Sql) {
     async prune(cutoff: number): Promise<number> {
       return (await sql.run("DELETE FROM requests WHERE started_at < ?", [cutoff])).changes;
     },
+    /** Deletes at most `limit` of the requests prune() would (retention's chunks); how many it did. */
+    async pruneSome(cutoff: number, limit: number): Promise<number> {
+      const sel = "SELECT seq FROM requests WHERE started_at < ? LIMIT ?";
+      return (await sql.run(`DELETE FROM requests WHERE seq IN (${sel})`, [cutoff, limit])).changes;
+    },
     /** Per client key: what each named key spent since a time (the admin page's Clients section). */
     byClient(since: number): Promise<ClientUsage[]> {
       return sql.all(

@@ -1,0 +1,96 @@
+// Retention on a busy router: one prune of N gate requests older than the
+// retention (the store's real SQLite file, serve's own store with its writer
+// thread), while a 1 ms timer on the serving thread measures how late its
+// event loop runs: the longest gap is how long a /v1 request that came in
+// during the prune waited. The floor: one bare DELETE of the same rows on a
+// copy of the file (the least the deletion costs, in one go).
+//
+//   npx tsx bench/retention-prune.ts [--requests 20000,100000] [--rounds 3]
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import Database from "better-sqlite3";
+import { served } from "../router-ext/breaker/testing.ts";
+import { openSqliteStore } from "../router-ext/store/sqlite-store.ts";
+import { fmt, medianOf, percentile, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: "string", default: "20000,100000" },
+    rounds: { type: "string", default: "3" },
+  },
+});
+const sizes = String(values.requests).split(",").map(Number);
+const rounds = Number(values.rounds);
+const DAY = 86_400_000;
+const T0 = 1_800_000_000_000;
+const RETENTION = 7 * DAY;
+
+/** The longest gap of a 1 ms timer on this thread while `fn` ran, less the 1 ms asked for, and fn's wall time. */
+async function watched(fn: () => Promise<unknown>): Promise<{ ms: number; max: number; p99: number }> {
+  const gaps: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const t = performance.now();
+    gaps.push(t - last - 1);
+    last = t;
+  }, 1);
+  const ms = await timeMsAsync(fn);
+  clearInterval(timer);
+  gaps.push(performance.now() - last - 1);
+  gaps.sort((a, b) => a - b);
+  return { ms, max: gaps.at(-1) ?? 0, p99: percentile(gaps, 99) };
+}
+
+/** A store file with `n` requests from 8 days ago (to prune) and `n / 10` from today (kept). */
+async function fill(path: string, n: number): Promise<void> {
+  const store = await openSqliteStore(path);
+  for (let i = 0; i < n + n / 10; i++) {
+    const old = i < n;
+    const at = old ? T0 - 8 * DAY + i : T0 - DAY + i;
+    store.recordRequest(served("a/m", `ses_${i % 500}_${i % 4}`, at, `ses_${i % 500}_0`));
+  }
+  await store.flush();
+  await store.close();
+}
+
+const rows: string[][] = [];
+for (const n of sizes) {
+  const dir = mkdtempSync(join(tmpdir(), "sg-bench-prune-"));
+  try {
+    const seed = join(dir, "seed.db");
+    await fill(seed, n);
+    const prune: Array<{ ms: number; max: number; p99: number }> = [];
+    const bare: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const copy = join(dir, `bare${r}.db`);
+      copyFileSync(seed, copy);
+      const db = new Database(copy);
+      bare.push(timeMs(() => db.prepare("DELETE FROM requests WHERE started_at < ?").run(T0 - RETENTION)));
+      db.close();
+      const path = join(dir, `s${r}.db`);
+      copyFileSync(seed, path);
+      const store = await openSqliteStore(path);
+      let pruned = 0;
+      prune.push(await watched(async () => (pruned = (await store.prune(T0, RETENTION)).requests)));
+      if (pruned !== n) throw new Error(`pruned ${pruned} of ${n}`);
+      await store.close();
+    }
+    const m = (f: "ms" | "max" | "p99") => medianOf(prune.map((x) => x[f]));
+    rows.push(
+      [n.toLocaleString("en-US"), "floor: one bare DELETE of the rows", fmt(medianOf(bare)), "", ""],
+      [
+        n.toLocaleString("en-US"),
+        "store.prune (what retention runs)",
+        fmt(m("ms")),
+        fmt(m("max")),
+        fmt(m("p99")),
+      ],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+printTable(["requests pruned", "step", "median ms", "event loop max delay ms", "p99 delay ms"], rows);
+console.log(`\nmedians of ${rounds} rounds, node ${process.version}`);
