@@ -3,9 +3,10 @@
 // thread), while a 1 ms timer on the serving thread measures how late its
 // event loop runs: the longest gap is how long a /v1 request that came in
 // during the prune waited. The floor: one bare DELETE of the same rows on a
-// copy of the file (the least the deletion costs, in one go).
+// copy of the file (the least the deletion costs, in one go). --kept sets the
+// newer requests that stay (the gate reads its facts from them after a prune).
 //
-//   npx tsx bench/retention-prune.ts [--requests 20000,100000] [--rounds 3]
+//   npx tsx bench/retention-prune.ts [--requests 20000,100000] [--kept 10000] [--rounds 3]
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,11 +19,13 @@ import { fmt, medianOf, percentile, printTable, timeMs, timeMsAsync } from "./co
 const { values } = parseArgs({
   options: {
     requests: { type: "string", default: "20000,100000" },
+    kept: { type: "string", default: "10000" },
     rounds: { type: "string", default: "3" },
   },
 });
 const sizes = String(values.requests).split(",").map(Number);
 const rounds = Number(values.rounds);
+const kept = Number(values.kept);
 const DAY = 86_400_000;
 const T0 = 1_800_000_000_000;
 const RETENTION = 7 * DAY;
@@ -43,10 +46,10 @@ async function watched(fn: () => Promise<unknown>): Promise<{ ms: number; max: n
   return { ms, max: gaps.at(-1) ?? 0, p99: percentile(gaps, 99) };
 }
 
-/** A store file with `n` requests from 8 days ago (to prune) and `n / 10` from today (kept). */
+/** A store file with `n` requests from 8 days ago (to prune) and `kept` from the last day. */
 async function fill(path: string, n: number): Promise<void> {
   const store = await openSqliteStore(path);
-  for (let i = 0; i < n + n / 10; i++) {
+  for (let i = 0; i < n + kept; i++) {
     const old = i < n;
     const at = old ? T0 - 8 * DAY + i : T0 - DAY + i;
     store.recordRequest(served("a/m", `ses_${i % 500}_${i % 4}`, at, `ses_${i % 500}_0`));
@@ -71,7 +74,7 @@ for (const n of sizes) {
       db.close();
       const path = join(dir, `s${r}.db`);
       copyFileSync(seed, path);
-      const store = await openSqliteStore(path);
+      const store = await openSqliteStore(path, { writerThread: true });
       let pruned = 0;
       prune.push(await watched(async () => (pruned = (await store.prune(T0, RETENTION)).requests)));
       if (pruned !== n) throw new Error(`pruned ${pruned} of ${n}`);
@@ -93,4 +96,6 @@ for (const n of sizes) {
   }
 }
 printTable(["requests pruned", "step", "median ms", "event loop max delay ms", "p99 delay ms"], rows);
-console.log(`\nmedians of ${rounds} rounds, node ${process.version}`);
+console.log(
+  `\n${kept.toLocaleString("en-US")} newer requests kept; medians of ${rounds} rounds, node ${process.version}`,
+);

@@ -8,11 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../shared/index.ts";
+import { CONTEXTS_BEFORE, variedHistory } from "../../test/helpers/context-history.ts";
 import { transition } from "../../test/helpers/wire-fixtures.ts";
 import { served } from "../breaker/testing.ts";
 import type { GateIdentity } from "../gate/types.ts";
 import { planKnobs, planTransition } from "../modes/plan.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite-store.ts";
+import { readGateFacts } from "./gate-facts.ts";
 
 const T0 = 1_800_000_000_000;
 const knobs = planKnobs(
@@ -86,6 +88,18 @@ describe("gate facts on SQLite", () => {
     await store.close();
     store = await openSqliteStore(path);
     expect(asked.map((id) => store.peek(id))).toEqual(live);
+  });
+
+  it("each session's context reads as the query before (a sort of every request) read it, on varied histories", async () => {
+    for (const r of variedHistory(T0, 3000)) store.recordRequest(r);
+    await store.flush();
+    const byId = <T extends { sessionId: string }>(rows: T[]) =>
+      [...rows].sort((a, b) => a.sessionId.localeCompare(b.sessionId));
+    const now = byId((await readGateFacts(store.sql)).contexts);
+    expect(now.length).toBeGreaterThan(100);
+    expect(now.some((c) => c.compactedAt > 0 && c.at === -1)).toBe(true);
+    expect(now.some((c) => c.compactedAt > 0 && c.at > c.compactedAt)).toBe(true);
+    expect(now).toEqual(byId(await store.sql.all<(typeof now)[number]>(CONTEXTS_BEFORE)));
   });
 
   it("a prune takes pruned sessions and contexts out of memory too, and keeps stopped trees", async () => {

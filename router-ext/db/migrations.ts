@@ -150,7 +150,7 @@ CREATE TABLE counters (
   },
   // Feature migrations live next to their owners' files; versions never collide
   // (breaker: 2, 4, 6, ...; modes: 3, 5, 7, ...; operator's view: 151, 153, ...; watchdog: 181, ...;
-  // link: 251, ...; replicas: 301, ...)
+  // gate: 201, 203, ...; link: 251, ...; replicas: 301, ...)
   // and are applied in version order.
   ...BREAKER_MIGRATIONS,
   ...MODES_MIGRATIONS,
@@ -167,6 +167,15 @@ DROP INDEX requests_conversation;
 CREATE INDEX requests_session ON requests(session_id, started_at);
 ALTER TABLE refused_conversations RENAME TO refused_sessions;
 ALTER TABLE refused_sessions RENAME COLUMN conversation TO session_id;
+`,
+  },
+  {
+    // The gate's facts read each session's latest compaction (router-ext/db/gate-facts.ts):
+    // compactions are rare, so this index holds few rows and costs a request's write nothing.
+    version: 203,
+    name: "the sessions' compactions indexed for the gate's facts",
+    sql: `
+CREATE INDEX requests_compactions ON requests(session_id, started_at) WHERE agent = 'compaction';
 `,
   },
   ...LINK_MIGRATIONS,

@@ -51,7 +51,11 @@ export interface SqlStoreOptions {
   offload?: WriteOffload;
 }
 
-/** Old requests retention deletes per transaction: about 10 ms of the event loop each on SQLite (bench/retention-prune.ts). */
+/**
+ * Old requests retention deletes per transaction: on SQLite the DELETE takes
+ * about 10 ms, its commit up to about 35 ms more when it checkpoints the WAL
+ * (bench/retention-prune.ts).
+ */
 const PRUNE_CHUNK = 5000;
 
 /** The tables of one transaction, with the modes over them. */

@@ -1,10 +1,11 @@
 // The PostgreSQL engine on a real PostgreSQL (test/helpers/postgres.ts): the
 // Sql over a pool, the migrations (the same as SQLite's, applied once when
 // replicas race), the tick lead, the alert-once claim, the gate's batch
-// written once and retention's chunked prune.
+// written once, retention's chunked prune and the gate's facts' query.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { served } from "../../router-ext/breaker/testing.ts";
 import { emptyGateBatch, type GateBatch, writeGateBatch } from "../../router-ext/db/gate-batch.ts";
+import { readGateFacts } from "../../router-ext/db/gate-facts.ts";
 import { openDatabase } from "../../router-ext/db/open.ts";
 import { alertClaimKey, claimAlert, pruneAlertClaims } from "../../router-ext/store/alert-claims.ts";
 import { META_TABLE, MIGRATE_LOCK, migratePg, pgSchemaVersion } from "../../router-ext/store/pg-migrate.ts";
@@ -13,6 +14,7 @@ import { openPgSql, type PgSql } from "../../router-ext/store/pg-sql.ts";
 import { openPgStore } from "../../router-ext/store/pg-store.ts";
 import { parsePgTarget } from "../../router-ext/store/pg-target.ts";
 import { leadTick, tryLeadTick } from "../../router-ext/store/replica-lead.ts";
+import { CONTEXTS_BEFORE, variedHistory } from "../helpers/context-history.ts";
 import { type PgServer, pgBin, pgTitle, startPostgres } from "../helpers/postgres.ts";
 import { pgColumns, pgIndexes, sqliteColumns, sqliteIndexes } from "../helpers/schema-shape.ts";
 
@@ -216,6 +218,23 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
         n: 40,
         first: at + 500_000,
       });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("the gate's facts read each session's context as the query before did (it sorted every request)", async () => {
+    const url = await server.createDatabase("contexts");
+    const store = await openPgStore(url, { STALLGUARD_PG_PASSWORD: server.password }, { log: () => {} });
+    try {
+      for (const r of variedHistory(1_800_000_000_000, 1500)) store.recordRequest(r);
+      await store.flush();
+      type Context = { sessionId: string };
+      const byId = <T extends Context>(rows: T[]) =>
+        [...rows].sort((a, b) => a.sessionId.localeCompare(b.sessionId));
+      const now = byId((await readGateFacts(store.pg)).contexts);
+      expect(now.length).toBeGreaterThan(100);
+      expect(now).toEqual(byId(await store.pg.all<(typeof now)[number]>(CONTEXTS_BEFORE)));
     } finally {
       await store.close();
     }
