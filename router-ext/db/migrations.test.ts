@@ -41,6 +41,20 @@ describe("migrate", () => {
     db.close();
   });
 
+  test("a database migrated before the compactions index (203) gets it on the next start", () => {
+    const db = fileDb();
+    migrate(
+      db,
+      MIGRATIONS.filter((x) => x.version !== 203),
+    );
+    expect(migrate(db)).toEqual([203]);
+    const index = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'requests_compactions'").get();
+    expect(index).toEqual({
+      sql: "CREATE INDEX requests_compactions ON requests(session_id, started_at) WHERE agent = 'compaction'",
+    });
+    db.close();
+  });
+
   test("a database from before the session id rename keeps its gate rows under session_id", () => {
     const db = fileDb();
     migrate(
