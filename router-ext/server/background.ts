@@ -77,11 +77,11 @@ export async function startWatchdogJob(o: WatchdogJobOptions, firstDelayMs: numb
   const start = async (delayMs: number) => {
     if (!o.wanted || !o.config().watchdog.enabled) return;
     const wd = await import("../watchdog/index.ts");
-    thread ??= wd.tickThread(o.log);
     if (wd.timerInstalled({ env: o.env })) {
       o.log(`watchdog: systemd timer ${wd.TIMER_UNIT} installed; not ticking in-process`);
       return;
     }
+    thread ??= wd.tickThread(o.log);
     loop = wd.startWatchdogLoop({
       config: o.config(),
       fileServers: o.fileServers,

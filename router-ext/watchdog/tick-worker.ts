@@ -1,7 +1,7 @@
 // The watchdog's own thread for serve's in-process loop: it runs whole ticks
 // (read opencode's database, judge the trees, report to the router over HTTP,
-// save the state), so reading a tree of 20,000 calls (about 0.4 s here) never
-// holds the event loop that serves /v1. A tick is the same function the CLI
+// save the state), so reading and judging a tree of 20,000 calls (about 0.8 s
+// here: bench/watchdog-tick-block.ts) never holds the event loop that serves /v1. A tick is the same function the CLI
 // runs (tick.ts); its log lines come back as messages. Started by
 // router-ext/watchdog/tick-thread.ts; bundled as dist/watchdog-tick-worker.mjs.
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
