@@ -46,6 +46,33 @@ export async function timeMsAsync(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - t0) / 1e6;
 }
 
+/** What `loopDelay` measured: fn's wall time, and its thread's event loop lateness (the longest gap, the 99th percentile). */
+export interface LoopDelay {
+  ms: number;
+  max: number;
+  p99: number;
+}
+
+/**
+ * How late this thread's event loop ran while `fn` ran: a 1 ms timer's gaps,
+ * the longest and the 99th percentile less the 1 ms asked for, in ms (what a
+ * request arriving meanwhile waited), with fn's wall time.
+ */
+export async function loopDelay(fn: () => Promise<unknown>): Promise<LoopDelay> {
+  const gaps: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const t = performance.now();
+    gaps.push(t - last - 1);
+    last = t;
+  }, 1);
+  const ms = await timeMsAsync(fn);
+  clearInterval(timer);
+  gaps.push(performance.now() - last - 1);
+  gaps.sort((a, b) => a - b);
+  return { ms, max: gaps.at(-1) ?? 0, p99: percentile(gaps, 99) };
+}
+
 export function fmt(n: number, digits = 2): string {
   if (!Number.isFinite(n)) return String(n);
   return n >= 1000 ? Math.round(n).toLocaleString("en-US") : n.toFixed(digits);

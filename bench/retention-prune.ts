@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { served } from "../router-ext/breaker/testing.ts";
 import { openSqliteStore } from "../router-ext/store/sqlite-store.ts";
-import { fmt, medianOf, percentile, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
+import { fmt, type LoopDelay, loopDelay, medianOf, printTable, timeMs } from "./core-stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -29,22 +29,6 @@ const kept = Number(values.kept);
 const DAY = 86_400_000;
 const T0 = 1_800_000_000_000;
 const RETENTION = 7 * DAY;
-
-/** The longest gap of a 1 ms timer on this thread while `fn` ran, less the 1 ms asked for, and fn's wall time. */
-async function watched(fn: () => Promise<unknown>): Promise<{ ms: number; max: number; p99: number }> {
-  const gaps: number[] = [];
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const t = performance.now();
-    gaps.push(t - last - 1);
-    last = t;
-  }, 1);
-  const ms = await timeMsAsync(fn);
-  clearInterval(timer);
-  gaps.push(performance.now() - last - 1);
-  gaps.sort((a, b) => a - b);
-  return { ms, max: gaps.at(-1) ?? 0, p99: percentile(gaps, 99) };
-}
 
 /** A store file with `n` requests from 8 days ago (to prune) and `kept` from the last day. */
 async function fill(path: string, n: number): Promise<void> {
@@ -64,7 +48,7 @@ for (const n of sizes) {
   try {
     const seed = join(dir, "seed.db");
     await fill(seed, n);
-    const prune: Array<{ ms: number; max: number; p99: number }> = [];
+    const prune: LoopDelay[] = [];
     const bare: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const copy = join(dir, `bare${r}.db`);
@@ -76,7 +60,7 @@ for (const n of sizes) {
       copyFileSync(seed, path);
       const store = await openSqliteStore(path, { writerThread: true });
       let pruned = 0;
-      prune.push(await watched(async () => (pruned = (await store.prune(T0, RETENTION)).requests)));
+      prune.push(await loopDelay(async () => (pruned = (await store.prune(T0, RETENTION)).requests)));
       if (pruned !== n) throw new Error(`pruned ${pruned} of ${n}`);
       await store.close();
     }

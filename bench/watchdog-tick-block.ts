@@ -17,7 +17,7 @@ import { runWatchdogTick, type WatchdogTickOptions } from "../router-ext/watchdo
 import { tickThread } from "../router-ext/watchdog/tick-thread.ts";
 import { parseConfig } from "../shared/index.ts";
 import { syntheticSession, writeOpencodeDb } from "./core-opencode-db.ts";
-import { fmt, medianOf, percentile, printTable, timeMsAsync } from "./core-stats.ts";
+import { fmt, type LoopDelay, loopDelay, medianOf, printTable } from "./core-stats.ts";
 
 const { values } = parseArgs({
   options: { calls: { type: "string", default: "5000,20000" }, repeats: { type: "string", default: "5" } },
@@ -28,25 +28,6 @@ const repeats = Number(values.repeats);
 const parsed = parseConfig([{ source: "bench", value: { watchdog: { lookback: "1h", timeout: "10s" } } }]);
 if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
 const config = parsed.config;
-
-/**
- * How late this thread's event loop ran while `fn` ran: a 1 ms timer's gaps,
- * the longest and the 99th percentile less the 1 ms asked for, in ms.
- */
-async function watched(fn: () => Promise<unknown>): Promise<{ ms: number; max: number; p99: number }> {
-  const gaps: number[] = [];
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const t = performance.now();
-    gaps.push(t - last - 1);
-    last = t;
-  }, 1);
-  const ms = await timeMsAsync(fn);
-  clearInterval(timer);
-  gaps.push(performance.now() - last - 1);
-  gaps.sort((a, b) => a - b);
-  return { ms, max: gaps.at(-1) ?? 0, p99: percentile(gaps, 99) };
-}
 
 const idle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -83,7 +64,7 @@ try {
     });
     await thread.run(options()); // the kept thread starts and warms up
     await runWatchdogTick(options());
-    const rows: Record<string, Array<{ ms: number; max: number; p99: number }>> = {
+    const rows: Record<string, LoopDelay[]> = {
       here: [],
       thread: [],
       fresh: [],
@@ -91,11 +72,11 @@ try {
     };
     for (let r = 0; r < repeats; r++) {
       loads.push(loadavg()[0] as number);
-      rows.here?.push(await watched(() => runWatchdogTick(options())));
-      const t = await watched(() => thread.run(options()));
+      rows.here?.push(await loopDelay(() => runWatchdogTick(options())));
+      const t = await loopDelay(() => thread.run(options()));
       rows.thread?.push(t);
-      rows.idle?.push(await watched(() => idle(t.ms)));
-      rows.fresh?.push(await watched(() => fresh.run(options())));
+      rows.idle?.push(await loopDelay(() => idle(t.ms)));
+      rows.fresh?.push(await loopDelay(() => fresh.run(options())));
     }
     const m = (k: string, f: "ms" | "max" | "p99") => medianOf((rows[k] ?? []).map((x) => x[f]));
     console.log(`\none tree of ${fmt(calls, 0)} tool calls (opencode's step parts), ${repeats} rounds`);

@@ -79,18 +79,19 @@ describe("the watchdog's thread", () => {
     };
   };
   const progress = (b: unknown) => (b as Array<{ type?: string; session_id?: string }>)[0];
+  /** A tick thread whose started workers the test can reach (and kill). */
+  const watched = (keepMs?: number) => {
+    const workers: Worker[] = [];
+    const start = async () => {
+      const w = await startWorker();
+      workers.push(w);
+      return w;
+    };
+    return { workers, thread: tickThread(() => undefined, start, keepMs) };
+  };
 
   test("a tick on the thread reads, judges and reports what the same tick here does; its log lines come back", async () => {
-    const workers: Worker[] = [];
-    const thread = tickThread(
-      () => undefined,
-      async () => {
-        const w = await startWorker();
-        workers.push(w);
-        return w;
-      },
-      0,
-    );
+    const { workers, thread } = watched(0);
     try {
       const there: string[] = [];
       const here: string[] = [];
@@ -145,16 +146,7 @@ describe("the watchdog's thread", () => {
   });
 
   test("a tick that comes while the last one's thread waits runs on it; close() ends it", async () => {
-    const workers: Worker[] = [];
-    const thread = tickThread(
-      () => undefined,
-      async () => {
-        const w = await startWorker();
-        workers.push(w);
-        return w;
-      },
-      60_000,
-    );
+    const { workers, thread } = watched(60_000);
     try {
       for (let i = 0; i < 3; i++) expect(await thread.run(options([]))).toMatchObject({ flagged: 1 });
       expect(workers).toHaveLength(1);
@@ -186,15 +178,7 @@ describe("the watchdog's thread", () => {
   });
 
   test("a thread that dies mid-tick fails that tick; the next tick starts another", async () => {
-    const workers: Worker[] = [];
-    const thread = tickThread(
-      () => undefined,
-      async () => {
-        const w = await startWorker();
-        workers.push(w);
-        return w;
-      },
-    );
+    const { workers, thread } = watched();
     let release = () => undefined as void;
     hold = new Promise((r) => (release = r));
     try {
