@@ -16,7 +16,7 @@ const fact = (over: Partial<PgStoreFact> = {}): PgStoreFact => ({
   address: "db.internal:5432",
   password: { kind: "file", path: "/etc/stallguard/pg.password" },
   connection: { ok: true },
-  schema: { version: 301, newest: 301 },
+  schema: { version: 301, newest: 301, pending: [] },
   runs: [run(1, 5_000), run(2, 12_000)],
   aliveMs: 15_000,
   ...over,
@@ -65,12 +65,18 @@ describe("doctor's PostgreSQL checks", () => {
   });
 
   it("an older schema is a warning (serve migrates); a newer one is a failure (upgrade)", () => {
-    const older = byId(fact({ schema: { version: 251, newest: 301 } }))["pg.schema"];
+    const older = byId(fact({ schema: { version: 251, newest: 301, pending: [253, 301] } }))["pg.schema"];
     expect(label(older)).toBe("warn");
     expect(older?.detail).toContain("serve will migrate on start");
-    const newer = byId(fact({ schema: { version: 303, newest: 301 } }))["pg.schema"];
+    const newer = byId(fact({ schema: { version: 303, newest: 301, pending: [] } }))["pg.schema"];
     expect(label(newer)).toBe("FAIL");
     expect(newer?.detail).toContain("this stallguard is older than the database: upgrade");
+    // A feature migration below the highest, not applied yet (a database migrated before it shipped).
+    const gap = byId(fact({ schema: { version: 301, newest: 301, pending: [203] } }))["pg.schema"];
+    expect(label(gap)).toBe("warn");
+    expect(gap?.detail).toBe(
+      "schema version 301, but this build's migration(s) 203 not applied: serve will migrate on start",
+    );
   });
 
   it("a replica is alive for 3 alive intervals; a stopped or silent run is not; none alive warns", () => {

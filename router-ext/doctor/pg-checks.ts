@@ -50,16 +50,26 @@ export function checkPgConnection(p: PgStoreFact): CheckResult {
 export function checkPgMigrations(p: PgStoreFact): CheckResult {
   const s = p.schema;
   if (!s) return result("pg.schema", "skip", true, "needs the connection");
-  if (s.version === s.newest)
-    return result("pg.schema", "pass", true, `schema version ${s.version}, this build's newest`);
+  const migrate = "start stallguard serve on this database (the first replica migrates, under a lock)";
   if (s.version < s.newest)
     return result(
       "pg.schema",
       "fail",
       false,
       `schema version ${s.version}, this build knows ${s.newest}: serve will migrate on start`,
-      "start stallguard serve on this database (the first replica migrates, under a lock)",
+      migrate,
     );
+  // Feature migrations interleave: one below the highest can still be missing.
+  if (s.version === s.newest && s.pending.length > 0)
+    return result(
+      "pg.schema",
+      "fail",
+      false,
+      `schema version ${s.version}, but this build's migration(s) ${s.pending.join(", ")} not applied: serve will migrate on start`,
+      migrate,
+    );
+  if (s.version === s.newest)
+    return result("pg.schema", "pass", true, `schema version ${s.version}, this build's newest`);
   return result(
     "pg.schema",
     "fail",

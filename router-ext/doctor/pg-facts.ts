@@ -25,7 +25,8 @@ export interface PgStoreFact {
   password: PgPasswordSource;
   connection: { ok: true } | { ok: false; code: string | null; problem: string };
   /** The schema version the database is at, and the newest this build knows; null without a connection. */
-  schema: { version: number; newest: number } | null;
+  /** The database's highest migration, this build's, and this build's migrations it has not recorded. */
+  schema: { version: number; newest: number; pending: number[] } | null;
   /** The serve runs not stopped cleanly, and the latest one; null without a connection or table. */
   runs: PgRunFact[] | null;
   /** How often a serving replica moves its alive mark (router-alive.ts). */

@@ -5,7 +5,7 @@
 // bounded by a timeout. Nothing is written: doctor does not migrate.
 import { MIGRATIONS } from "../db/migrations.ts";
 import { ALIVE_INTERVAL_MS } from "../server/router-alive.ts";
-import { pgSchemaVersion } from "../store/pg-migrate.ts";
+import { pgAppliedVersions } from "../store/pg-migrate.ts";
 import { pgProblem } from "../store/pg-open.ts";
 import { pgPassword } from "../store/pg-password.ts";
 import { openPgSql } from "../store/pg-sql.ts";
@@ -60,8 +60,16 @@ async function probe(
   const sql = await openPgSql({ target, password, max: 1 });
   try {
     await sql.get("SELECT 1");
-    const version = await pgSchemaVersion(sql);
-    return { connection: { ok: true }, schema: { version, newest: NEWEST }, runs: await runsOf(sql) };
+    const applied = new Set(await pgAppliedVersions(sql));
+    const version = Math.max(0, ...applied);
+    const pending = MIGRATIONS.map((m) => m.version)
+      .filter((v) => !applied.has(v))
+      .sort((a, b) => a - b);
+    return {
+      connection: { ok: true },
+      schema: { version, newest: NEWEST, pending },
+      runs: await runsOf(sql),
+    };
   } catch (err) {
     const e = err as Error & { code?: string };
     return {

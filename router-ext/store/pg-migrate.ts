@@ -90,7 +90,13 @@ CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name T
 
 /** The schema version a PostgreSQL database is at (0 before the first migration). */
 export async function pgSchemaVersion(sql: Sql): Promise<number> {
+  return Math.max(0, ...(await pgAppliedVersions(sql)));
+}
+
+/** Every migration version a PostgreSQL database recorded (none before the first). */
+export async function pgAppliedVersions(sql: Sql): Promise<number[]> {
   const exists = await sql.get<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
-  if (!exists?.t) return 0;
-  return (await sql.get<{ v: number | null }>("SELECT MAX(version) AS v FROM schema_migrations"))?.v ?? 0;
+  if (!exists?.t) return [];
+  const rows = await sql.all<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version");
+  return rows.map((r) => Number(r.version));
 }

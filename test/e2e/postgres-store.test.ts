@@ -6,7 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { served } from "../../router-ext/breaker/testing.ts";
 import { emptyGateBatch, type GateBatch, writeGateBatch } from "../../router-ext/db/gate-batch.ts";
 import { readGateFacts } from "../../router-ext/db/gate-facts.ts";
+import { MIGRATIONS } from "../../router-ext/db/migrations.ts";
 import { openDatabase } from "../../router-ext/db/open.ts";
+import { checkPgMigrations } from "../../router-ext/doctor/pg-checks.ts";
+import { gatherPgStore } from "../../router-ext/doctor/pg-gather.ts";
 import { alertClaimKey, claimAlert, pruneAlertClaims } from "../../router-ext/store/alert-claims.ts";
 import { META_TABLE, MIGRATE_LOCK, migratePg, pgSchemaVersion } from "../../router-ext/store/pg-migrate.ts";
 import { openPgDatabase } from "../../router-ext/store/pg-open.ts";
@@ -103,6 +106,25 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
       lite.close();
     }
     expect(await migratePg(sql)).toEqual([]);
+  });
+
+  it("doctor names a migration below the highest that a database has not applied; serve's migration applies it", async () => {
+    const url = await server.createDatabase("gap");
+    const sql = await open(url);
+    await migratePg(
+      sql,
+      MIGRATIONS.filter((m) => m.version !== 203),
+    );
+    const env = { STALLGUARD_PG_PASSWORD: server.password };
+    const before = await gatherPgStore(url, env);
+    expect(before.schema).toEqual({ version: 301, newest: 301, pending: [203] });
+    expect(checkPgMigrations(before)).toMatchObject({
+      status: "fail",
+      detail:
+        "schema version 301, but this build's migration(s) 203 not applied: serve will migrate on start",
+    });
+    expect(await migratePg(sql)).toEqual([203]);
+    expect((await gatherPgStore(url, env)).schema).toEqual({ version: 301, newest: 301, pending: [] });
   });
 
   it("two migrators racing on a new database apply each migration exactly once", async () => {
