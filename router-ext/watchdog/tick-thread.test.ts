@@ -79,6 +79,21 @@ describe("the watchdog's thread", () => {
     };
   };
   const progress = (b: unknown) => (b as Array<{ type?: string; session_id?: string }>)[0];
+  /** A tick on `thread` caught mid-report: the router holds its answer until release(). */
+  const heldTick = async (thread: TickThread) => {
+    let release = () => undefined as void;
+    hold = new Promise((r) => (release = r));
+    const before = bodies.length;
+    const tick = thread.run(options([]));
+    try {
+      await expect.poll(() => bodies.length, { timeout: 20_000 }).toBe(before + 1);
+    } catch (err) {
+      release();
+      hold = null;
+      throw err;
+    }
+    return { tick, release };
+  };
   /** A tick thread whose started workers the test can reach (and kill). */
   const watched = (keepMs?: number) => {
     const workers: Worker[] = [];
@@ -179,13 +194,9 @@ describe("the watchdog's thread", () => {
 
   test("a thread that dies mid-tick fails that tick; the next tick starts another", async () => {
     const { workers, thread } = watched();
-    let release = () => undefined as void;
-    hold = new Promise((r) => (release = r));
+    const { tick, release } = await heldTick(thread);
     try {
-      const before = bodies.length;
-      const tick = thread.run(options([]));
       // The tick is posting its verdicts when its thread goes.
-      await expect.poll(() => bodies.length, { timeout: 20_000 }).toBe(before + 1);
       await workers[0]?.terminate();
       await expect(tick).rejects.toThrow(/^the watchdog thread exited \(1\)$/);
       release();
@@ -237,12 +248,8 @@ describe("the watchdog's thread", () => {
 
   test("close() fails the tick still running on the thread", async () => {
     const thread = tickThread(() => undefined);
-    let release = () => undefined as void;
-    hold = new Promise((r) => (release = r));
+    const { tick, release } = await heldTick(thread);
     try {
-      const before = bodies.length;
-      const tick = thread.run(options([]));
-      await expect.poll(() => bodies.length, { timeout: 20_000 }).toBe(before + 1);
       const failed = expect(tick).rejects.toThrow(/^the watchdog thread was stopped$/);
       await thread.close();
       await failed;
