@@ -24,8 +24,10 @@ export interface PgStoreFact {
   address: string | null;
   password: PgPasswordSource;
   connection: { ok: true } | { ok: false; code: string | null; problem: string };
-  /** The schema version the database is at, and the newest this build knows; null without a connection. */
-  /** The database's highest migration, this build's, and this build's migrations it has not recorded. */
+  /**
+   * The database's highest migration, the newest this build knows, and this
+   * build's migrations the database has not recorded; null without a connection.
+   */
   schema: { version: number; newest: number; pending: number[] } | null;
   /** The serve runs not stopped cleanly, and the latest one; null without a connection or table. */
   runs: PgRunFact[] | null;
