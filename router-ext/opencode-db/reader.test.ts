@@ -147,6 +147,65 @@ describe("OpencodeDb", () => {
     }
   });
 
+  test("a message's parts come in id order whatever order they were written in", () => {
+    const docs = [
+      syntheticSession(6, 30, { steps: true }),
+      syntheticSession(7, 20, { steps: true, loopEvery: 1 }),
+    ];
+    const inOrder = join(tmp, `oc${++n}.db`);
+    const reversed = join(tmp, `oc${++n}.db`);
+    writeOpencodeDb(inOrder, docs);
+    writeOpencodeDb(reversed, docs);
+    // Three more calls in one assistant message (parallel tool calls), written in id order in one file and last first in the other.
+    const extra = (path: string, order: number[]) => {
+      const w = new Database(path);
+      const tool = w
+        .prepare(
+          `SELECT message_id, session_id, data FROM part WHERE data LIKE '%"type":"tool"%' ORDER BY id LIMIT 1`,
+        )
+        .get() as { message_id: string; session_id: string; data: string };
+      const add = w.prepare(
+        `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
+         VALUES (?, ?, ?, 1, 1, json_set(?, '$.callID', ?, '$.state.input.filePath', ?))`,
+      );
+      for (const i of order)
+        add.run(
+          `prt_zz${i}`,
+          tool.message_id,
+          tool.session_id,
+          tool.data,
+          `call_z${i}`,
+          `/PROJECT_DIR/z${i}.ts`,
+        );
+      w.close();
+    };
+    extra(inOrder, [1, 2, 3]);
+    extra(reversed, [3, 2, 1]);
+    const w = new Database(reversed);
+    // Every row written again last first: the table (and its session index) holds them in reverse id order.
+    w.exec(
+      "CREATE TEMP TABLE p AS SELECT * FROM part ORDER BY id DESC; DELETE FROM part; INSERT INTO part SELECT * FROM p",
+    );
+    w.close();
+    const a = OpencodeDb.open(inOrder);
+    const b = OpencodeDb.open(reversed);
+    try {
+      for (const doc of docs) {
+        const session = { id: doc.info.id, parentId: null, directory: "/PROJECT_DIR" };
+        expect(b.observations(session, opts)).toEqual(a.observations(session, opts));
+        expect(b.messages(doc.info.id)).toEqual(a.messages(doc.info.id));
+      }
+      const first = b.messages(docs[0]?.info.id as string).messages as Stored[];
+      const calls = first.flatMap((m) =>
+        m.parts.map((p) => (p as { callID?: string }).callID).filter(Boolean),
+      );
+      expect(calls.slice(0, 4)).toEqual(["call_1", "call_z1", "call_z2", "call_z3"]);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
   test("malformed rows are counted and skipped: bad JSON, no type or role, wrong column types", () => {
     const path = fixture(1);
     const w = new Database(path);

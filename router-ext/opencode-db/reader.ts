@@ -20,6 +20,7 @@ import {
   storedInfo,
   storedPart,
 } from "../../shared/index.ts";
+import { inIdOrder, unreadPart } from "./part-rows.ts";
 
 export type OpencodeDbProblem = "missing" | "unreadable" | "unexpected_shape";
 
@@ -65,39 +66,6 @@ const REQUIRED: Record<"session" | "message" | "part", readonly string[]> = {
 };
 
 const SESSION_COLS = "id, parent_id, directory, title, time_created, time_updated";
-
-/**
- * Part types the stored adapter never reads (it reads text, compaction and
- * tool parts): most of opencode's parts are the step markers around each
- * model step. A row is left in SQLite, never handed to JavaScript or parsed,
- * when its data holds `"type":"<one of these>"` as its only "type" key and no
- * \u escape (so no key is spelled another way): in JSON a `"` inside a string
- * is escaped, so that text is a key and its value, whatever the key order
- * (opencode writes `{"snapshot":...,"type":"step-start"}`). Any other row is
- * read, parsed and judged as before. A row left out is not checked either: a
- * broken one is not counted as malformed.
- */
-const UNREAD_TYPES = [
-  "step-start",
-  "step-finish",
-  "reasoning",
-  "patch",
-  "snapshot",
-  "file",
-  "agent",
-  "subtask",
-  "retry",
-];
-const TYPE_AT = `instr(data, '"type":"')`;
-/** The first letters of UNREAD_TYPES: a row whose type starts otherwise (tool, text) is rejected in one test. */
-const UNREAD_INITIALS = [...new Set(UNREAD_TYPES.map((t) => t[0]))].join("");
-const UNREAD_PART = [
-  `${TYPE_AT} > 0`,
-  `instr('${UNREAD_INITIALS}', substr(data, ${TYPE_AT} + 8, 1)) > 0`,
-  `(${UNREAD_TYPES.map((t) => `substr(data, ${TYPE_AT} + 8, ${t.length + 1}) = '${t}"'`).join(" OR ")})`,
-  `instr(substr(data, ${TYPE_AT} + 6), '"type"') = 0`,
-  `instr(data, '\\u') = 0`,
-].join(" AND ");
 
 const MAX_ID = 200;
 
@@ -203,7 +171,7 @@ export class OpencodeDb {
     const messages: StoredMessage[] = [];
     const read = this.read(
       sessionId,
-      this.q.parts,
+      readEvery,
       storedPart,
       (data, id) => storedInfo(data, id, sessionId),
       (m) => messages.push(m),
@@ -215,7 +183,7 @@ export class OpencodeDb {
    * A session's observations (shared/adapters/stored.ts), made as it is read,
    * one message at a time: a message's parts are parsed when its turn comes
    * and dropped once observed, and the step parts the adapter never reads are
-   * not parsed (UNREAD_PART). What calibrate --db replays; the same
+   * not parsed (part-rows.ts unreadPart). What calibrate --db replays; the same
    * observations as messages() handed to the adapter.
    */
   observations(
@@ -225,7 +193,7 @@ export class OpencodeDb {
     const observer = new SessionObserver(session, opts);
     const read = this.read(
       session.id,
-      this.q.readParts,
+      unreadPart,
       keepPart,
       (data, id) => {
         // The observer reads the id, not the session id (it has the session). No property
@@ -245,10 +213,12 @@ export class OpencodeDb {
    * each part and info as `part` and `info` make it. The part rows are read
    * first and kept as their text by message; a message's parts are parsed
    * when it is emitted, so only one message's parsed parts are alive at once.
+   * A row `unread` says the adapter never reads is dropped as it comes, neither
+   * counted nor parsed.
    */
   private read(
     sessionId: string,
-    parts: Database.Statement,
+    unread: (data: unknown) => boolean,
     part: (data: Rec) => Rec | null,
     info: (data: Rec, id: string) => Rec,
     emit: (message: StoredMessage) => void,
@@ -257,7 +227,8 @@ export class OpencodeDb {
     // Rows as arrays (raw statements), not an object per row: [id, message_id, data] and [id, data];
     // all() rather than iterate(): a quarter less CPU per row, and the texts are kept till their message anyway.
     const byMessage = new Map<string, unknown[]>();
-    for (const [id, messageId, raw] of parts.all(sessionId) as unknown[][]) {
+    for (const [id, messageId, raw] of this.q.parts.all(sessionId) as unknown[][]) {
+      if (unread(raw)) continue;
       tally.rows++;
       if (typeof id !== "string" || typeof messageId !== "string") {
         tally.malformed++;
@@ -315,14 +286,8 @@ function statements(db: Database.Database) {
     one: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE id = ?`),
     children: db.prepare(`SELECT ${SESSION_COLS} FROM session WHERE parent_id = ? ORDER BY time_created, id`),
     messages: db.prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id").raw(),
-    parts: db
-      .prepare("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id")
-      .raw(),
-    readParts: db
-      .prepare(
-        `SELECT id, message_id, data FROM part WHERE session_id = ? AND NOT (${UNREAD_PART}) ORDER BY message_id, id`,
-      )
-      .raw(),
+    // No ORDER BY: SQLite sorted every row in a temporary b-tree; a message's parts are put in id order as they are parsed (part-rows.ts).
+    parts: db.prepare("SELECT id, message_id, data FROM part WHERE session_id = ?").raw(),
   };
 }
 
@@ -331,9 +296,14 @@ function keepPart(data: Rec): Rec {
   return data;
 }
 
+/** messages() parses every part row (storedPart drops the unread types after parsing). */
+function readEvery(): boolean {
+  return false;
+}
+
 /**
- * A message's parts parsed from `list` ([id, data text] pairs), each as `part`
- * makes it; a row that is not a JSON object with a string type is counted
+ * A message's parts parsed from `list` ([id, data text] pairs), in id order,
+ * each as `part` makes it; a row that is not a JSON object with a string type is counted
  * malformed and skipped. `keep` false only counts.
  */
 function partsOf(
@@ -344,14 +314,15 @@ function partsOf(
 ): Rec[] {
   const out: Rec[] = [];
   if (!list) return out;
-  for (let i = 0; i < list.length; i += 2) {
-    const data = parseData(list[i + 1]);
+  const rows = keep ? inIdOrder(list) : list;
+  for (let i = 0; i < rows.length; i += 2) {
+    const data = parseData(rows[i + 1]);
     if (!data || typeof data.type !== "string") {
       tally.malformed++;
       continue;
     }
     if (!keep) continue;
-    data.id = list[i];
+    data.id = rows[i];
     const kept = part(data);
     if (kept) out.push(kept);
   }
