@@ -3,7 +3,9 @@
 // file), when too few trees stalled for any trip (the common case: the
 // requests are not read) and when enough did (one row per model and tree,
 // and the stalled sessions' requests, are read and weighed). The floor is a
-// bare SELECT of the window's rows (what each tick read before).
+// bare SELECT of the window's rows (what each tick read before). With enough
+// stalls, also how long the evaluation holds the event loop with the reads on
+// the main connection and on serve's writer thread (SqlStore.reads).
 //
 //   npx tsx bench/breaker-tick.ts [--requests 20000,100000] [--rounds 7]
 import { mkdtempSync, rmSync } from "node:fs";
@@ -15,7 +17,7 @@ import { BreakerStore } from "../router-ext/breaker/store.ts";
 import { served, stallTransition, storeTransition } from "../router-ext/breaker/testing.ts";
 import { openSqliteStore } from "../router-ext/store/sqlite-store.ts";
 import { configSchema } from "../shared/index.ts";
-import { fmt, medianOf, printTable, timeMsAsync } from "./core-stats.ts";
+import { fmt, loopDelay, medianOf, printTable, timeMsAsync } from "./core-stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -30,7 +32,7 @@ const MODELS = ["a/m", "b/m", "c/m"];
 
 async function measure(n: number): Promise<string[][]> {
   const dir = mkdtempSync(join(tmpdir(), "sg-bench-breaker-"));
-  const store = await openSqliteStore(join(dir, "s.db"));
+  const store = await openSqliteStore(join(dir, "s.db"), { writerThread: true });
   try {
     // n requests over the last 50 minutes: 500 trees of 4 sessions on three models.
     for (let i = 0; i < n; i++) {
@@ -43,12 +45,21 @@ async function measure(n: number): Promise<string[][]> {
     const cfg = configSchema.parse({}).breaker;
     const svc = new BreakerService({ store: new BreakerStore(store.sql), config: () => cfg, now: () => now });
     await svc.reload();
+    const offMain = new BreakerStore(store.sql, undefined, store.reads);
+    const svcThread = new BreakerService({ store: offMain, config: () => cfg, now: () => now });
+    await svcThread.reload();
     const bare = store.sql;
     const floor = () =>
       bare.all("SELECT model, session_id, root_id, started_at FROM requests WHERE started_at >= ?", [
         now - cfg.window,
       ]);
-    const times = { floor: [] as number[], quiet: [] as number[], stalled: [] as number[] };
+    const times = {
+      floor: [] as number[],
+      quiet: [] as number[],
+      stalled: [] as number[],
+      heldHere: [] as number[],
+      heldThread: [] as number[],
+    };
     for (let r = 0; r < rounds; r++) {
       times.floor.push(await timeMsAsync(floor));
       times.quiet.push(await timeMsAsync(() => svc.evaluate(now)));
@@ -57,7 +68,11 @@ async function measure(n: number): Promise<string[][]> {
     // trees are a third of the traffic (no trip either: the rates are even).
     for (const t of [0, 1, 2])
       await storeTransition(store, stallTransition(`ses_${t * 3}_1`, now - 60_000 + t));
-    for (let r = 0; r < rounds; r++) times.stalled.push(await timeMsAsync(() => svc.evaluate(now)));
+    for (let r = 0; r < rounds; r++) {
+      times.stalled.push(await timeMsAsync(() => svc.evaluate(now)));
+      times.heldHere.push((await loopDelay(() => svc.evaluate(now))).max);
+      times.heldThread.push((await loopDelay(() => svcThread.evaluate(now))).max);
+    }
     const f = medianOf(times.floor);
     const row = (name: string, t: number[]) => [
       `${n.toLocaleString("en-US")}`,
@@ -69,6 +84,8 @@ async function measure(n: number): Promise<string[][]> {
       row("floor: SELECT of the window's rows", times.floor),
       row("evaluate, fewer stalled trees than min_sessions", times.quiet),
       row("evaluate, 3 stalled trees (trees and stalled sessions read)", times.stalled),
+      row("  its longest hold of the event loop, reads on the main connection", times.heldHere),
+      row("  its longest hold of the event loop, reads on the writer thread (serve)", times.heldThread),
     ];
   } finally {
     await store.close();

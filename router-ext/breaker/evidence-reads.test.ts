@@ -6,6 +6,7 @@ import type { RequestRecord } from "../gate/types.ts";
 import { openSqliteStore } from "../store/sqlite-store.ts";
 import { breakerEvidence, landedSince } from "./evidence-reads.ts";
 import { evidenceOf, modelRates, type ServedRecord, type StallRecord, type TripRule } from "./rule.ts";
+import { BreakerStore } from "./store.ts";
 import { served } from "./testing.ts";
 
 describe("landedSince", () => {
@@ -79,6 +80,31 @@ describe("the breaker's evidence read from the requests table", () => {
       const rates = modelRates(read, stalls, rule, now);
       expect(rates).toEqual(modelRates(evidenceOf(listed, rule, now), stalls, rule, now));
       expect(rates.find((r) => r.model === "bad/m")).toMatchObject({ stalledTrees: 3, trip: true });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("on serve's store the evidence is read on the writer thread, off the event loop: the same answer", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sg-breaker-evidence-"));
+    const main: string[] = [];
+    const store = await openSqliteStore(join(dir, "s.db"), {
+      writerThread: true,
+      verbose: (sql) => main.push(String(sql)),
+    });
+    try {
+      for (let i = 0; i < 300; i++)
+        store.recordRequest(served(i % 3 ? "a/m" : "b/m", `ses_${i % 30}`, now - i * 1000));
+      await store.flush();
+      const stalled = ["ses_1", "ses_2", "ses_3"];
+      const here = await new BreakerStore(store.sql).served(now - rule.windowMs, now, stalled);
+      expect(here.trees.length).toBe(30);
+      main.length = 0;
+      const offMain = new BreakerStore(store.sql, undefined, store.reads);
+      expect(await offMain.served(now - rule.windowMs, now, stalled)).toEqual(here);
+      expect(await offMain.stalls(now - rule.windowMs, now)).toEqual([]);
+      expect(main.filter((s) => s.includes("FROM requests") || s.includes("FROM transitions"))).toEqual([]);
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

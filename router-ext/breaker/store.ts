@@ -27,15 +27,18 @@ export class BreakerStore {
   /**
    * `changed` runs inside each state-changing transaction (save, recordTrip):
    * on PostgreSQL it tells the other replicas, delivered only on commit.
+   * `reads` runs the evidence reads (the window's requests: tens of ms on a
+   * busy router), off the event loop where the store can (SqlStore.reads).
    */
   constructor(
     readonly sql: Sql,
     private readonly changed: (q: Sql) => Promise<void> = async () => {},
+    reads: Sql = sql,
   ) {
     this.stateRows = breakerStateRows(sql);
     this.tripRows = breakerTripRows(sql);
     this.phaseLog = breakerPhaseLog(sql);
-    this.evidence = breakerEvidence(sql);
+    this.evidence = breakerEvidence(reads);
   }
 
   states(): Promise<StoredState[]> {

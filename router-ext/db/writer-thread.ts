@@ -1,11 +1,14 @@
 // The main thread's side of the gate's writer thread (writer-worker.ts): the
 // write queue hands it a transaction of jobs and gets each job's report once
 // committed, or the database's error with its code (so a locked, full or
-// read-only file is queued and retried exactly as a write done here). A
-// thread that cannot start, or dies, answers null from then on: the queue
-// then writes here, on the main connection, and nothing is lost (a batch the
+// read-only file is queued and retried exactly as a write done here); the
+// admin page's reads (store/thread-reads.ts) hand it one statement and get
+// its rows. A thread that cannot start, or dies, answers null from then on:
+// the queue then writes (and a read runs) here, on the main connection, and nothing is lost (a batch the
 // thread committed just before it died finds its records there: gate-batch.ts).
 import { Worker } from "node:worker_threads";
+import type { SqlParams } from "../store/sql.ts";
+import type { ReadOffload } from "../store/thread-reads.ts";
 import { workerFile } from "../worker-file.ts";
 import type { WriteOffload } from "./write-queue.ts";
 import { errorFrom, type WriterJob } from "./writer-jobs.ts";
@@ -16,7 +19,7 @@ interface Waiting {
   reject(err: Error): void;
 }
 
-export class WriterThread implements WriteOffload {
+export class WriterThread implements WriteOffload, ReadOffload {
   private seq = 0;
   private readonly waiting = new Map<number, Waiting>();
   private gone = false;
@@ -60,11 +63,20 @@ export class WriterThread implements WriteOffload {
   }
 
   tx(jobs: unknown[]): Promise<unknown[] | null> {
+    return this.ask((id) => ({ id, jobs: jobs as WriterJob[] }));
+  }
+
+  read(sql: string, params: SqlParams | undefined, one: boolean): Promise<unknown[] | null> {
+    return this.ask((id) => ({ id, read: params === undefined ? { sql, one } : { sql, params, one } }));
+  }
+
+  /** Sends one request; null when the thread is gone (before or while it waits). */
+  private ask(request: (id: number) => WriterRequest): Promise<unknown[] | null> {
     if (this.gone) return Promise.resolve(null);
     const id = ++this.seq;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ id, jobs: jobs as WriterJob[] } satisfies WriterRequest);
+      this.worker.postMessage(request(id));
     });
   }
 

@@ -191,6 +191,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const breakerStore = new BreakerStore(
     store.sql,
     store instanceof PgStore ? store.tellBreakerChanged : undefined,
+    store.reads,
   );
   const replica = store instanceof PgStore ? store.replica : undefined;
   const parts: Parts = { env, log, now, store, breakerStore, cfg: () => live.get(), credentials, replica };

@@ -29,6 +29,7 @@ import { ModesStore } from "../modes/store.ts";
 import { claimAlert, pruneAlertClaims } from "./alert-claims.ts";
 import type { MetricsSnapshot, PruneResult, RouterStart, RouterStore, ViewClock } from "./router-store.ts";
 import type { Sql } from "./sql.ts";
+import { type ReadOffload, ThreadReads } from "./thread-reads.ts";
 
 export interface SqlStoreOptions {
   /** The clock for gate decisions (refusal counting, identity times). Default Date.now. */
@@ -49,6 +50,8 @@ export interface SqlStoreOptions {
   replica?: string;
   /** Where the gate's batches are written (SQLite's writer thread); default here, on `sql`. */
   offload?: WriteOffload;
+  /** Where the admin page's and the API's reads run (the writer thread, SQLite): off the event loop. Default: here. */
+  reads?: ReadOffload;
 }
 
 /**
@@ -72,6 +75,10 @@ interface Tx {
 export class SqlStore implements RouterStore {
   /** Statements outside a transaction (reads, single writes). */
   private readonly tables: Tables;
+  /** Read-only statements that may run off the event loop (the writer thread's connection on SQLite under serve), else `sql`. */
+  readonly reads: Sql;
+  /** The admin page's and the API's reads, through `reads`. */
+  private readonly views: Tables;
   /**
    * The gate's writes (identity, refusal counts, request records): batched
    * off the request path, waiting while the database refuses writes.
@@ -89,6 +96,8 @@ export class SqlStore implements RouterStore {
     private readonly opts: SqlStoreOptions,
   ) {
     this.tables = openTables(sql);
+    this.reads = opts.reads ? new ThreadReads(opts.reads, sql) : sql;
+    this.views = opts.reads ? openTables(this.reads) : this.tables;
     this.now = opts.now ?? Date.now;
     this.writes = new WriteQueue(sql, {
       ...(opts.log ? { log: opts.log } : {}),
@@ -225,21 +234,24 @@ export class SqlStore implements RouterStore {
   }
 
   // ---- reads --------------------------------------------------------------
+  // The admin page's and the API's (through `views`: on the writer thread
+  // under serve). /metrics, /health and the gate's facts stay here: a few
+  // counts, and what the main connection must answer for itself.
 
   /** Sessions, most recently seen first. plugin_live: a plugin report within `liveWindowMs`. */
   async sessions(opts: ViewClock & { limit?: number }) {
     await this.flush();
-    return (await this.tables.sessions.list(opts.limit ?? 2000)).map((r) => sessionView(r, opts));
+    return (await this.views.sessions.list(opts.limit ?? 2000)).map((r) => sessionView(r, opts));
   }
 
   async sessionPage(opts: ViewClock & { limit: number; offset: number }) {
     await this.flush();
-    return sessionPage(this.tables, opts);
+    return sessionPage(this.views, opts);
   }
 
   async flaggedSessions(opts: ViewClock & { limit: number }) {
     await this.flush();
-    return flaggedSessions(this.tables, opts);
+    return flaggedSessions(this.views, opts);
   }
 
   /** Everything the session page shows about one session, or null for an unknown one. */
@@ -248,15 +260,15 @@ export class SqlStore implements RouterStore {
     opts: ViewClock & { thresholds: Record<string, number> },
   ): Promise<SessionDetail | null> {
     await this.flush();
-    return readSessionDetail(this.tables, sessionId, opts);
+    return readSessionDetail(this.views, sessionId, opts);
   }
 
   events(limit: number) {
-    return this.tables.transitions.events(limit);
+    return this.views.transitions.events(limit);
   }
 
   routerEvents(limit: number) {
-    return this.tables.routerRuns.events(limit);
+    return this.views.routerRuns.events(limit);
   }
 
   lastWatchdogTick() {
@@ -265,12 +277,12 @@ export class SqlStore implements RouterStore {
 
   async clientUsage(since: number) {
     await this.flush();
-    return this.tables.requests.byClient(since);
+    return this.views.requests.byClient(since);
   }
 
   async pluginLinks(since: number) {
     await this.flush();
-    return this.tables.pluginLinks.since(since);
+    return this.views.pluginLinks.since(since);
   }
 
   livePlugins(since: number): Promise<number> {

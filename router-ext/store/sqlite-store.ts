@@ -29,8 +29,9 @@ export class SqliteStore extends SqlStore {
 
 export interface SqliteWriterOptions {
   /**
-   * The gate's batches written by a thread with its own connection to the
-   * file, so a commit never holds the event loop (serve); not for ":memory:".
+   * The gate's batches written, and the admin page's and the API's reads run,
+   * by a thread with its own connection to the file, so a commit or a heavy
+   * read never holds the event loop (serve); not for ":memory:".
    */
   writerThread?: boolean;
 }
@@ -44,7 +45,7 @@ export interface SqliteWriterOptions {
  */
 export async function openSqliteStore(
   path: string | Database.Database,
-  opts: Omit<SqlStoreOptions, "writable" | "close" | "offload"> &
+  opts: Omit<SqlStoreOptions, "writable" | "close" | "offload" | "reads"> &
     OpenDatabaseOptions &
     SqliteWriterOptions = {},
 ): Promise<SqliteStore> {
@@ -53,7 +54,7 @@ export async function openSqliteStore(
     opts.writerThread && typeof path === "string" && checkDbTarget(path) !== "memory"
       ? await WriterThread.start(path, opts.busyTimeoutMs ?? 5000, opts.log ?? (() => {}))
       : null;
-  const store = new SqliteStore(db, offload ? { ...opts, offload } : opts);
+  const store = new SqliteStore(db, offload ? { ...opts, offload, reads: offload } : opts);
   try {
     await store.reloadFacts();
   } catch (err) {
