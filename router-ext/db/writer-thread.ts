@@ -4,8 +4,9 @@
 // read-only file is queued and retried exactly as a write done here); the
 // admin page's reads (store/thread-reads.ts) hand it one statement and get
 // its rows. A thread that cannot start, or dies, answers null from then on:
-// the queue then writes (and a read runs) here, on the main connection, and nothing is lost (a batch the
-// thread committed just before it died finds its records there: gate-batch.ts).
+// the queue then writes (and a read runs) here, on the main connection, and
+// nothing is lost (a batch the thread committed just before it died finds
+// its records there: gate-batch.ts).
 import { Worker } from "node:worker_threads";
 import type { SqlParams } from "../store/sql.ts";
 import type { ReadOffload } from "../store/thread-reads.ts";

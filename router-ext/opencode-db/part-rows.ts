@@ -47,9 +47,9 @@ export function unreadPart(text: unknown): boolean {
 
 /**
  * Orders a message's part rows, kept as flat [id, data, id, data, ...] pairs
- * (ids are strings) in the order the database gave them, by id in SQLite's order for text
- * (UTF-8 bytes, which is code point order); rows with equal ids keep their
- * order. Rows come in id order unless parts were written out of order, so the
+ * (ids are strings) in the order the database gave them, by id in SQLite's
+ * order for text (UTF-8 bytes, which is code point order); rows with equal
+ * ids keep their order. Rows come in id order unless parts were written out of order, so the
  * usual cost is one pass that finds nothing to do.
  */
 export function inIdOrder(pairs: unknown[]): unknown[] {
