@@ -42,6 +42,30 @@ describe("BreakerService", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("the view waits for an evaluation a verdict started, whose reads run elsewhere and take time", async () => {
+    await replay();
+    // Evidence reads that answer later, as serve's writer thread does.
+    const later = <T>(p: Promise<T>) => new Promise<T>((r) => setTimeout(() => r(p), 20));
+    const reads = {
+      ...store.sql,
+      engine: store.sql.engine,
+      all: <T>(q: string, p?: never) => later(store.sql.all<T>(q, p)),
+      get: <T>(q: string, p?: never) => later(store.sql.get<T>(q, p)),
+    } as typeof store.sql;
+    const svc = new BreakerService({
+      store: new BreakerStore(store.sql, undefined, reads),
+      config: () => cfg,
+      notify: (a) => alerts.push(a),
+      now: () => now,
+    });
+    await svc.reload();
+    // The /progress route starts the evaluation and answers without waiting for it.
+    void svc.onVerdicts(["looping"]);
+    const view = await svc.view();
+    expect(view.models.find((m) => m.model === "bad/m")).toMatchObject({ phase: "open", trips: 1 });
+    expect(view.trips).toHaveLength(1);
+  });
+
   it("trips exactly the model whose trees stall, with evidence and a critical alert", async () => {
     await replay();
     const svc = await service();

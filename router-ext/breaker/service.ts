@@ -295,6 +295,9 @@ export class BreakerService {
   }
 
   async view(now = this.now(), tripLimit = 100): Promise<BreakerView> {
+    // An evaluation a stored verdict started (its reads run off the event
+    // loop, so it may still be running) is shown once it is done.
+    await this.evaluating;
     await this.tick(now);
     const c = this.cfg;
     const from = now - c.window;
