@@ -4,20 +4,10 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, test } from "vitest";
 import { prng } from "../../bench/core-opencode-db.ts";
-import { compareIds, inIdOrder, unreadPart } from "./part-rows.ts";
+import { compareIds, inIdOrder, UNREAD_PART_TYPES, unreadPart } from "./part-rows.ts";
 
-/** The reader's SQL filter before part-rows.ts: true where SQLite left the row unread. */
-const UNREAD_TYPES = [
-  "step-start",
-  "step-finish",
-  "reasoning",
-  "patch",
-  "snapshot",
-  "file",
-  "agent",
-  "subtask",
-  "retry",
-];
+/** The reader's SQL filter before part-rows.ts (over the same types): true where SQLite left the row unread. */
+const UNREAD_TYPES = [...UNREAD_PART_TYPES];
 const TYPE_AT = `instr(data, '"type":"')`;
 const UNREAD_SQL = [
   `${TYPE_AT} > 0`,

@@ -11,7 +11,7 @@
  * tool parts): most of opencode's parts are the step markers around each
  * model step.
  */
-const UNREAD_TYPES = new Set([
+export const UNREAD_PART_TYPES: ReadonlySet<string> = new Set([
   "step-start",
   "step-finish",
   "reasoning",
@@ -41,7 +41,7 @@ export function unreadPart(text: unknown): boolean {
   if (at < 0) return false;
   const start = at + TYPE_KEY.length;
   const end = text.indexOf('"', start);
-  if (end < 0 || !UNREAD_TYPES.has(text.slice(start, end))) return false;
+  if (end < 0 || !UNREAD_PART_TYPES.has(text.slice(start, end))) return false;
   return text.indexOf('"type"', at + 6) < 0 && text.indexOf("\\u") < 0;
 }
 
