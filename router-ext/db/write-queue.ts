@@ -248,7 +248,7 @@ export class WriteQueue {
       ...single(
         "stallguard_store_writer_thread",
         "gauge",
-        "1 while the gate's batches are written by the writer thread (SQLite), 0 while on the event loop.",
+        "1 while the gate's batches are written, and the admin page's reads run, by the writer thread (SQLite); 0 while on the event loop.",
         this.opts.offload?.writing ? 1 : 0,
       ),
       ...single(
