@@ -303,8 +303,8 @@ function readEvery(): boolean {
 
 /**
  * A message's parts parsed from `list` ([id, data text] pairs), in id order,
- * each as `part` makes it; a row that is not a JSON object with a string type is counted
- * malformed and skipped. `keep` false only counts.
+ * each as `part` makes it; a row that is not a JSON object with a string
+ * type is counted malformed and skipped. `keep` false only counts.
  */
 function partsOf(
   list: unknown[] | undefined,
