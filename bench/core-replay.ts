@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import Database from "better-sqlite3";
 import { loadConfig } from "../router-ext/calibrate/config.ts";
-import { defaultJobs } from "../router-ext/calibrate/replay-shares.ts";
+import { defaultJobs } from "../router-ext/calibrate/replay-plan.ts";
 import { replayDbInWorkers } from "../router-ext/calibrate/replay-workers.ts";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
 import { replay } from "../shared/index.ts";

@@ -1,4 +1,4 @@
-import { defaultJobs } from "./replay-shares.ts";
+import { defaultJobs } from "./replay-plan.ts";
 
 /** A bad argument: the command exits 2 with the message. */
 export class UsageError extends Error {}

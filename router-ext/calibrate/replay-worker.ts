@@ -1,8 +1,9 @@
-// One replay worker thread of calibrate --db --jobs N: opens opencode.db
-// read-only itself, reads its share of session trees in one read transaction
-// (each tree read and judged before the next, so one tree's observations are
-// held at a time) and sends back only what calibrate prints: the verdicts
-// (with timelines when asked), never content. Started by
+// One replay thread of calibrate --db --jobs N: opens opencode.db read-only
+// itself and, in one read transaction, claims the run's session trees one at
+// a time from a counter every thread shares (replay-plan.ts says the order),
+// reads and judges each before claiming the next (so one tree's observations
+// are held at a time), and sends back only what calibrate prints: the
+// verdicts (with timelines when asked), never content. Started by
 // router-ext/calibrate/replay-workers.ts; bundled as dist/calibrate-replay-worker.mjs.
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { type Config, policyFromConfig, type ReplayResult, replay } from "../../shared/index.ts";
@@ -18,8 +19,10 @@ export interface ReplayWorkerData {
   /** The loaded config: the worker makes the same policy from it. */
   config: Config;
   timeline: boolean;
-  /** The share's trees, each a root and its descendants, in the serial run's order. */
+  /** Every tree of the run, each a root and its descendants, in the order they are claimed. */
   trees: SessionListing[][];
+  /** The index of the next tree to claim (an Int32 every thread of the run shares). */
+  next: SharedArrayBuffer;
 }
 
 /** What a worker sends: sessions read so far, then its results or why it failed, once. */
@@ -30,8 +33,8 @@ export type ReplayWorkerMessage =
 
 const PROGRESS_EVERY_MS = 100;
 
-/** Reads and judges a share; `post` receives the progress and the results. */
-export function runShare(data: ReplayWorkerData, post: (m: ReplayWorkerMessage) => void): void {
+/** Claims, reads and judges trees till none is left; `post` receives the progress and the results. */
+export function runClaims(data: ReplayWorkerData, post: (m: ReplayWorkerMessage) => void): void {
   const policy = policyFromConfig(data.config);
   const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
   const reader = OpencodeDb.open(data.path);
@@ -41,7 +44,9 @@ export function runShare(data: ReplayWorkerData, post: (m: ReplayWorkerMessage) 
       let malformed = 0;
       let sessions = 0;
       let said = Date.now();
-      for (const tree of data.trees) {
+      const next = new Int32Array(data.next);
+      for (let at = Atomics.add(next, 0, 1); at < data.trees.length; at = Atomics.add(next, 0, 1)) {
+        const tree = data.trees[at] as SessionListing[];
         const read = readSessions(reader, tree, undefined, observe);
         malformed += read.malformed;
         for (const r of replay(read.sessions, policy, { timeline: data.timeline })) results.push(r);
@@ -65,7 +70,7 @@ export function runShare(data: ReplayWorkerData, post: (m: ReplayWorkerMessage) 
 if (!isMainThread && parentPort && (workerData as ReplayWorkerData | null)?.role === WORKER_ROLE) {
   const port = parentPort;
   try {
-    runShare(workerData as ReplayWorkerData, (m) => port.postMessage(m));
+    runClaims(workerData as ReplayWorkerData, (m) => port.postMessage(m));
   } catch (err) {
     port.postMessage({ type: "failed", message: String((err as Error)?.message ?? err) });
     process.exitCode = 1;

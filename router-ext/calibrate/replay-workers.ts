@@ -1,18 +1,19 @@
 // calibrate --db across cores: the main thread lists the sessions (one cheap
-// read), splits the session trees into balanced shares, starts one worker
-// thread per share but the first (router-ext/calibrate/replay-worker.ts) and
-// reads the first itself; each opens the file read-only itself, reads and
-// judges its share and sends back only the verdicts. The main thread puts them
-// in the serial run's order, so the output is byte-identical to --jobs 1. A
-// share that fails fails the run; every worker is stopped on error and at the end.
+// read), puts the session trees in the order they are claimed, starts the
+// worker threads (router-ext/calibrate/replay-worker.ts) and works beside
+// them; each thread opens the file read-only itself, claims the next tree
+// from a counter they share till none is left, reads and judges it, and
+// sends back only the verdicts. The main thread puts them in the serial run's
+// order, so the output is byte-identical to --jobs 1. A thread that fails
+// fails the run; every worker is stopped on error and at the end.
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { type Config, type ReplayResult, treesOf } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
 import { type WorkerFile, workerFile } from "../worker-file.ts";
 import { malformedWarnings, type SessionListing } from "./db-read.ts";
-import { type Share, splitTrees, workerCount } from "./replay-shares.ts";
-import { type ReplayWorkerData, type ReplayWorkerMessage, runShare, WORKER_ROLE } from "./replay-worker.ts";
+import { claimOrder, workerCount } from "./replay-plan.ts";
+import { type ReplayWorkerData, type ReplayWorkerMessage, runClaims, WORKER_ROLE } from "./replay-worker.ts";
 import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
 
 export interface WorkersOptions extends Filters {
@@ -21,10 +22,10 @@ export interface WorkersOptions extends Filters {
   timeline: boolean;
   /** The loaded config: each worker makes the run's policy from it. */
   config: Config;
-  /** Rows a worker must have to be started (replay-shares.ts MIN_ROWS_PER_WORKER). */
+  /** Rows a worker must have to be started (replay-plan.ts MIN_ROWS_PER_WORKER). */
   minRows?: number;
   onProgress?: (done: number, total: number) => void;
-  /** Called once the shares are made, before any worker starts. */
+  /** Called once the run is planned, before any worker starts. */
   onPlanned?: (plan: { workers: number; sessions: number; rows: number }) => void;
 }
 
@@ -32,13 +33,16 @@ export interface WorkersRun {
   /** One per session listed, in the serial run's order. */
   results: ReplayResult[];
   warnings: string[];
-  /** Threads that read and judged a share: this one and a worker per other share. */
+  /** Threads that read and judged trees: this one and the workers. */
   workers: number;
 }
 
 interface Plan {
   chosen: SessionListing[];
-  shares: Share<SessionListing>[];
+  /** The chosen sessions' trees, in the order they are claimed. */
+  trees: SessionListing[][];
+  /** This one and the workers. */
+  threads: number;
   rows: number;
   malformed: number;
 }
@@ -57,10 +61,10 @@ export async function replayDbInWorkers(path: string, opts: WorkersOptions): Pro
     try {
       watch = new Database(p, { readonly: true, fileMustExist: true });
       const before = dataVersion(watch);
-      const plan = planShares(reader, watch, opts);
+      const plan = planRun(reader, watch, opts);
       reader.close();
       if (!plan) return null;
-      opts.onPlanned?.({ workers: plan.shares.length, sessions: plan.chosen.length, rows: plan.rows });
+      opts.onPlanned?.({ workers: plan.threads, sessions: plan.chosen.length, rows: plan.rows });
       const file = await workerFile("calibrate-replay-worker");
       const done = await runWorkers(path, p, plan, opts, file);
       const run = inSerialOrder(plan, done, opts);
@@ -81,8 +85,8 @@ function dataVersion(db: Database.Database): number {
   return db.pragma("data_version", { simple: true }) as number;
 }
 
-/** The sessions chosen by the filters, in trees, split into shares by the rows each tree holds. */
-function planShares(reader: OpencodeDb, watch: Database.Database, opts: WorkersOptions): Plan | null {
+/** The sessions chosen by the filters, in trees in the order they are claimed, and how many threads claim them. */
+function planRun(reader: OpencodeDb, watch: Database.Database, opts: WorkersOptions): Plan | null {
   const listed = reader.snapshot(() => reader.allSessions());
   const chosen: SessionListing[] = applyFilters(listed.rows, opts);
   const counts = rowCounts(watch);
@@ -91,7 +95,7 @@ function planShares(reader: OpencodeDb, watch: Database.Database, opts: WorkersO
   const rows = weight(chosen);
   const n = workerCount(opts.jobs, trees.length, rows, opts.minRows);
   if (n < 2) return null;
-  return { chosen, shares: splitTrees(trees, weight, n), rows, malformed: listed.malformed };
+  return { chosen, trees: claimOrder(trees, weight), threads: n, rows, malformed: listed.malformed };
 }
 
 /** Part and message rows per session: one indexed count per table. */
@@ -108,10 +112,10 @@ function rowCounts(db: Database.Database): Map<string, number> {
 type Done = Extract<ReplayWorkerMessage, { type: "done" }>;
 
 /**
- * Reads and judges the first share in this thread and each other share in a
- * worker of its own, and waits for every result; the first failure stops
- * them all. This thread takes a share rather than waiting idle: one worker
- * fewer to start and to warm up, for the same cores.
+ * Starts the workers, claims trees in this thread beside them, and waits for
+ * every thread's results; the first failure stops them all. This thread
+ * claims trees rather than waiting idle: one worker fewer to start and to
+ * warm up, for the same cores.
  */
 function runWorkers(
   name: string,
@@ -120,27 +124,29 @@ function runWorkers(
   opts: WorkersOptions,
   file: WorkerFile,
 ): Promise<Done[]> {
-  const n = plan.shares.length;
-  const dataOf = (s: Share<SessionListing>): ReplayWorkerData => ({
+  const n = plan.threads;
+  const data: ReplayWorkerData = {
     role: WORKER_ROLE,
     path,
     config: opts.config,
     timeline: opts.timeline,
-    trees: s.trees,
-  });
-  // Started before this thread reads its own share, so they read alongside it.
-  const workers = plan.shares
-    .slice(1)
-    .map((s) => new Worker(file.url, { workerData: dataOf(s), execArgv: file.execArgv }));
+    trees: plan.trees,
+    next: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
+  };
+  // Started before this thread claims its first tree, so they read alongside it.
+  const workers = Array.from(
+    { length: n - 1 },
+    () => new Worker(file.url, { workerData: data, execArgv: file.execArgv }),
+  );
   const stopAll = () => Promise.all(workers.map((w) => w.terminate()));
   const done: Array<Done | undefined> = [];
-  const read: number[] = plan.shares.map(() => 0);
+  const read: number[] = Array.from({ length: n }, () => 0);
   return new Promise((resolve, reject) => {
     let settled = false;
     const fail = (i: number, why: string) => {
       if (settled) return;
       settled = true;
-      const error = new Error(`replay share ${i + 1} of ${n} failed reading ${name}: ${why}`);
+      const error = new Error(`replay thread ${i + 1} of ${n} failed reading ${name}: ${why}`);
       void stopAll().then(
         () => reject(error),
         () => reject(error),
@@ -172,14 +178,14 @@ function runWorkers(
       });
     });
     try {
-      runShare(dataOf(plan.shares[0] as Share<SessionListing>), (m) => answer(0, m));
+      runClaims(data, (m) => answer(0, m));
     } catch (err) {
       fail(0, String((err as Error)?.message ?? err));
     }
   });
 }
 
-/** The shares' results in the order of the listing; a session left unanswered fails the run. */
+/** The threads' results in the order of the listing; a session left unanswered fails the run. */
 function inSerialOrder(plan: Plan, done: Done[], opts: WorkersOptions): WorkersRun {
   const byId = new Map<string, ReplayResult>();
   let malformed = plan.malformed;
@@ -189,9 +195,9 @@ function inSerialOrder(plan: Plan, done: Done[], opts: WorkersOptions): WorkersR
   }
   const results = plan.chosen.map((s) => {
     const r = byId.get(s.id);
-    if (!r) throw new Error(`no replay share answered for session ${s.id}`);
+    if (!r) throw new Error(`no replay thread answered for session ${s.id}`);
     return r;
   });
   opts.onProgress?.(results.length, results.length);
-  return { results, warnings: malformedWarnings(malformed), workers: plan.shares.length };
+  return { results, warnings: malformedWarnings(malformed), workers: plan.threads };
 }

@@ -57,7 +57,7 @@ describe("the built CLI: calibrate --db --jobs N", () => {
     expect(r.stdout).toBe("");
     expect(r.stderr).toMatch(
       new RegExp(
-        `stallguard calibrate: --db \\(opencode's database.*\\): replay share \\d of 2 failed reading ${broken}: .*malformed`,
+        `stallguard calibrate: --db \\(opencode's database.*\\): replay thread \\d of 2 failed reading ${broken}: .*malformed`,
       ),
     );
   });

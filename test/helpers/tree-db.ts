@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ExportDoc, syntheticSession, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
-import { MIN_ROWS_PER_WORKER } from "../../router-ext/calibrate/replay-shares.ts";
+import { MIN_ROWS_PER_WORKER } from "../../router-ext/calibrate/replay-plan.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const CALLS = 100;

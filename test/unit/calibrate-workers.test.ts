@@ -9,9 +9,12 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { syntheticSessions, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
 import { loadConfig } from "../../router-ext/calibrate/config.ts";
-import { defaultJobs, splitTrees, workerCount } from "../../router-ext/calibrate/replay-shares.ts";
+import { claimOrder, defaultJobs, workerCount } from "../../router-ext/calibrate/replay-plan.ts";
+import { type ReplayWorkerData, runClaims, WORKER_ROLE } from "../../router-ext/calibrate/replay-worker.ts";
 import { replayDbInWorkers } from "../../router-ext/calibrate/replay-workers.ts";
 import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
+import { OpencodeDb } from "../../router-ext/opencode-db/reader.ts";
+import { treesOf } from "../../shared/index.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 import { corruptToolPages, writeTreeDb } from "../helpers/tree-db.ts";
 
@@ -93,7 +96,7 @@ describe("calibrate --db --jobs N", () => {
     expect(r.out).toBe("");
     expect(r.err).toMatch(
       new RegExp(
-        `--db \\(opencode's database.*\\): replay share \\d of 3 failed reading ${broken}: .*malformed`,
+        `--db \\(opencode's database.*\\): replay thread \\d of 3 failed reading ${broken}: .*malformed`,
       ),
     );
     expect(await settledThreads()).toBe(before);
@@ -114,7 +117,9 @@ describe("calibrate --db --jobs N", () => {
       onPlanned: () => unlinkSync(gone),
     });
     await expect(result).rejects.toThrow(
-      new RegExp(`replay share \\d of 2 failed reading ${gone}: cannot open ${gone} read-only: no such file`),
+      new RegExp(
+        `replay thread \\d of 2 failed reading ${gone}: cannot open ${gone} read-only: no such file`,
+      ),
     );
   }, 60_000);
 
@@ -151,19 +156,52 @@ describe("calibrate --db --jobs N", () => {
   });
 });
 
-describe("splitting session trees into shares", () => {
+describe("spreading session trees over threads", () => {
   const tree = (name: string, size: number) => Array.from({ length: size }, (_, i) => `${name}${i}`);
 
-  test("trees are never split, shares are balanced, and each keeps the input order", () => {
-    const trees = [tree("a", 5), tree("b", 1), tree("c", 4), tree("d", 2), tree("e", 3), tree("f", 1)];
-    const shares = splitTrees(trees, (t) => t.length, 2);
-    expect(shares.map((s) => s.rows)).toEqual([8, 8]);
-    expect(shares.flatMap((s) => s.trees).sort()).toEqual([...trees].sort());
-    for (const s of shares) {
-      const at = s.trees.map((t) => trees.indexOf(t));
-      expect(at).toEqual([...at].sort((x, y) => x - y));
-    }
-    expect(splitTrees([tree("a", 3)], (t) => t.length, 4)).toHaveLength(1);
+  test("trees are claimed whole, the most rows first, ties in input order", () => {
+    const trees = [tree("a", 2), tree("b", 5), tree("c", 1), tree("d", 5), tree("e", 3)];
+    const order = claimOrder(trees, (t) => t.length);
+    expect(order.map((t) => t[0])).toEqual(["b0", "d0", "e0", "a0", "c0"]);
+    expect(order.every((t) => trees.includes(t))).toBe(true);
+  });
+
+  test("each tree is judged by the one thread that claims it: a thread that starts late gets what is left", () => {
+    const { config } = loadConfig({ env: {} });
+    const listed = OpencodeDb.open(dbPath);
+    const sessions = listed.snapshot(() => listed.allSessions()).rows;
+    listed.close();
+    const trees = treesOf(sessions);
+    const data = (next: SharedArrayBuffer): ReplayWorkerData => ({
+      role: WORKER_ROLE,
+      path: dbPath,
+      config,
+      timeline: false,
+      trees,
+      next,
+    });
+    const claim = (d: ReplayWorkerData) => {
+      const out: string[] = [];
+      runClaims(d, (m) => {
+        if (m.type === "done") out.push(...m.results.map((r) => r.id));
+      });
+      return out;
+    };
+    const whole = claim(data(new SharedArrayBuffer(4)));
+    expect(whole.sort()).toEqual(sessions.map((s) => s.id).sort());
+    // Another thread took the first three trees before this one started.
+    const shared = new SharedArrayBuffer(4);
+    new Int32Array(shared)[0] = 3;
+    const late = claim(data(shared));
+    expect(late.sort()).toEqual(
+      trees
+        .slice(3)
+        .flat()
+        .map((s) => s.id)
+        .sort(),
+    );
+    // The counter now says every tree is taken: a thread starting now judges none.
+    expect(claim(data(shared))).toEqual([]);
   });
 
   test("workers: at most --jobs, one per tree, and enough rows each; the default is the cores, at most 8", () => {
