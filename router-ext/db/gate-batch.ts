@@ -80,12 +80,12 @@ export async function writeGateBatch(b: GateBatch, q: Sql, drop: DropItem): Prom
 }
 
 /**
- * Whether the batch committed before: its first record with a session and a
- * time is there (a transaction writes all of them or none). Asked on a retry
- * only, so the first write of every batch costs no read.
+ * Whether the batch committed before: its first record with a time is there
+ * (a transaction writes all of them or none). Asked on a retry only, so the
+ * first write of every batch costs no read.
  */
 async function writtenBefore(t: Tables, records: readonly RequestRecord[]): Promise<boolean> {
-  const probe = records.find((r) => r.session_id !== null && Number.isFinite(r.started_at));
+  const probe = records.find((r) => Number.isFinite(r.started_at));
   return probe !== undefined && (await t.requests.has(probe));
 }
 

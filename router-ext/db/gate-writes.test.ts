@@ -175,6 +175,41 @@ describe("the gate's batched writes", () => {
     expect(drops).toEqual([]);
   });
 
+  it("a batch of requests from a client that sends no session, written again, adds nothing", async () => {
+    const anon = (at: number, status = 200) => ({
+      ...served("m", "x", at),
+      session_id: null,
+      root_id: null,
+      status,
+    });
+    const batch = () => {
+      const b = emptyGateBatch();
+      b.records.push(anon(T0), { ...anon(T0 + 1), refused: true });
+      return b;
+    };
+    const write = (b: GateBatch) => {
+      b.tries++;
+      return store.sql.tx((q) => writeGateBatch(b, q, () => {}));
+    };
+    const requests = () => store.db.prepare("SELECT COUNT(*) AS n FROM requests").get();
+    const one = batch();
+    await write(one);
+    await write(one); // the retry after a commit whose answer was lost
+    expect(requests()).toEqual({ n: 2 });
+    // A retry whose first try rolled back: its own record is not there yet, though one like it is.
+    for (const [other, model] of [
+      [anon(T0, 500), "m"],
+      [anon(T0), "n"],
+      [{ ...anon(T0), client: "ck_other" }, "m"],
+    ] as const) {
+      const retried = emptyGateBatch();
+      retried.tries = 1;
+      retried.records.push({ ...other, model });
+      await write(retried);
+    }
+    expect(requests()).toEqual({ n: 5 });
+  });
+
   it.each([
     ["on the event loop", false],
     ["by the writer thread", true],

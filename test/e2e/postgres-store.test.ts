@@ -223,6 +223,18 @@ describe.skipIf(!pgBin)(pgTitle("PostgreSQL engine (real PostgreSQL)"), () => {
     expect(await figures()).toEqual({ requests: { n: 2 }, refusals: { value: 1 } });
     await write(batch());
     expect(await figures()).toEqual({ requests: { n: 4 }, refusals: { value: 2 } });
+    // A client that sends no session: its batch written again adds nothing either.
+    const anon = emptyGateBatch();
+    anon.records.push({ ...served("m", "x", at), session_id: null, root_id: null, client: null });
+    await write(anon);
+    await write(anon);
+    expect(await figures()).toMatchObject({ requests: { n: 5 } });
+    // Its retry after a rollback is written though a record like it is there (another model).
+    const other = emptyGateBatch();
+    other.tries = 1;
+    other.records.push({ ...served("n", "x", at), session_id: null, root_id: null, client: null });
+    await write(other);
+    expect(await figures()).toMatchObject({ requests: { n: 6 } });
     expect(drops).toEqual([]);
   });
 

@@ -31,14 +31,16 @@ export function requestsTable(sql: Sql) {
       );
     },
     /**
-     * Whether this record is written (its session, start, duration and
-     * status: a session's requests follow one another, so two never match).
+     * Whether this record is written: its session (or none), start, duration,
+     * status, model and client key. A session's requests follow one another,
+     * so two never match; a client that sends no session is told apart by the rest.
      */
     async has(r: RequestRecord): Promise<boolean> {
-      const t = storedTimes(r);
+      const session = r.session_id === null ? "session_id IS NULL" : "session_id = @session_id";
       const row = await sql.get(
-        "SELECT 1 AS one FROM requests WHERE session_id = ? AND started_at = ? AND duration_ms = ? AND status = ? LIMIT 1",
-        [r.session_id, t.started_at, t.duration_ms, t.status],
+        `SELECT 1 AS one FROM requests WHERE ${session} AND started_at = @started_at AND duration_ms = @duration_ms
+           AND status = @status AND model IS NOT DISTINCT FROM @model AND client IS NOT DISTINCT FROM @client LIMIT 1`,
+        { session_id: r.session_id, model: r.model, client: r.client, ...storedTimes(r) },
       );
       return row !== undefined;
     },
