@@ -3,11 +3,14 @@
 // a bare node:http proxy (keep-alive agent, bodies piped: the floor of our
 // runtime) and through the gate of a real `stallguard serve` (SQLite file,
 // client key, every check and record) from the bundle `npm start` runs (built
-// first). Each of the three is its own process.
+// first). Each is its own process.
 //
 //   npx tsx bench/gate-latency.ts [--duration 2] [--runs 3] [--connections 1,10,50] [--body-kb 4]
-//     [--workloads JSON,streaming] [--cpu-prof DIR]
+//     [--workloads JSON,streaming] [--cpu-prof DIR] [--undici]
 //
+// --undici adds a fourth target: the bare proxy with undici on its upstream
+// side, as the gate's (bench/bare-proxy-undici.ts), what the gate's choice of
+// upstream client is measured by; the ratios stay to the node:http bare proxy.
 // --cpu-prof writes the CPU profiles (node --cpu-prof) of the serve child and
 // the bare proxy into DIR when they stop.
 //
@@ -57,6 +60,7 @@ const { values } = parseArgs({
     "ttfb-requests": { type: "string", default: "600" },
     workloads: { type: "string", default: "JSON,streaming" },
     "cpu-prof": { type: "string" },
+    undici: { type: "boolean", default: false },
   },
 });
 const DURATION = Number(values.duration);
@@ -208,7 +212,7 @@ async function throughput(targets: Target[]) {
     for (const connections of CONNECTIONS) {
       const seen: Record<string, Figures[]> = {};
       for (let run = 0; run < RUNS; run++) {
-        // Alternate the order so drifting machine load hits all three alike.
+        // Alternate the order so drifting machine load hits them all alike.
         for (const t of rotate(targets, run)) add(seen, t.name, await load(t, connections, w.body));
       }
       const m = Object.fromEntries(targets.map((t) => [t.name, medianFigures(seen[t.name] ?? [])]));
@@ -284,6 +288,11 @@ try {
     { name: "bare", url: `http://127.0.0.1:${bare.port}/v1`, pid: bare.proc.pid },
     { name: "gate", url: `${serve.url}/v1`, pid: serve.proc.pid },
   ];
+  if (values.undici) {
+    const undici = await child("bare-proxy-undici.ts", [upstreamUrl]);
+    procs.push(undici.proc);
+    targets.push({ name: "undici", url: `http://127.0.0.1:${undici.port}/v1`, pid: undici.proc.pid });
+  }
   console.log(
     `body ${ALL_WORKLOADS[0]?.body.length} bytes (JSON), upstream ${upstreamUrl}, gate ${serve.url} (real serve, SQLite)`,
   );

@@ -3,16 +3,23 @@
 // its body relayed chunk by chunk through a usage scanner, recorded when the
 // body ends. An upstream that is down, silent or cut short is answered with
 // an OpenAI-shaped error (502, 504) or, mid-body, a broken stream.
-import type { IncomingMessage } from "node:http";
+import { Readable } from "node:stream";
 import { errorBody } from "./answers.ts";
 import type { Exchange } from "./exchange.ts";
-import { forwardRequestHeaders, forwardResponseHeaders } from "./headers.ts";
+import { forwardRequestHeaders, forwardResponseHeaders, rawHeader } from "./headers.ts";
 import type { GateMetrics } from "./metrics.ts";
-import { type Outgoing, sendRest } from "./outgoing-body.ts";
+import { type Outgoing, restOf } from "./outgoing-body.ts";
 import { relayResponse } from "./relay.ts";
 import { concat } from "./request-body.ts";
 import { jsonScanner, passScanner, sseScanner } from "./scanners.ts";
-import { openUpstream, type UpstreamCall, type UpstreamTarget, upstreamPath } from "./upstream.ts";
+import {
+  openUpstream,
+  type UpstreamBody,
+  type UpstreamCall,
+  type UpstreamHead,
+  type UpstreamTarget,
+  upstreamPath,
+} from "./upstream.ts";
 import { UsageTracker } from "./usage.ts";
 
 export interface ForwardEnv {
@@ -27,39 +34,40 @@ export interface ForwardEnv {
 
 export async function forward(env: ForwardEnv, x: Exchange, out: Outgoing): Promise<void> {
   const whole = out.kind === "complete" ? out : null;
+  const over = { capped: false };
   const call = openUpstream(env.target, {
     method: x.req.method ?? "GET",
     path: upstreamPath(env.target, x.rest, x.search),
     headers: forwardRequestHeaders(x.req.rawHeaders, env.apiKey, whole && !x.reads ? whole.bytes : null),
+    body: bodyOf(out, x, env.maxBodyBytes, over),
     timeoutMs: env.timeoutMs,
   });
   // The client gone before the answer: the upstream request goes too.
   const onClientGone = () => {
-    if (!x.res.headersSent) call.req.destroy();
+    if (!x.res.headersSent) call.abort();
   };
   x.res.once("close", onClientGone);
   const tSent = performance.now();
-  let overCap = false;
-  if (out.kind === "stream")
-    void sendRest(out, call.req, x.rewriter, env.maxBodyBytes).then((ok) => {
-      overCap = !ok;
-    });
-  // One write for a whole body: its head and bytes leave in one packet.
-  else if (whole && !x.reads && whole.bytes > 0)
-    call.req.end(whole.parts.length === 1 ? whole.parts[0] : concat(whole.parts));
-  else call.req.end();
-  let head: IncomingMessage;
+  let head: UpstreamHead;
   try {
     head = await call.head;
   } catch (err) {
     x.res.off("close", onClientGone);
     if (x.res.destroyed)
       return x.record({ status: 499, usage: null, upstreamModel: null, error: "client_abort", bytes: null });
-    if (overCap) return x.tooLarge(env.maxBodyBytes);
+    if (over.capped) return x.tooLarge(env.maxBodyBytes);
     return upstreamFailed(env, x, call, err);
   }
   x.res.off("close", onClientGone);
   respond(env, x, call, head, performance.now() - tSent);
+}
+
+/** What goes up: a whole body in one write (its head and bytes in one packet), or the stream on. */
+function bodyOf(out: Outgoing, x: Exchange, maxBytes: number, over: { capped: boolean }): UpstreamBody {
+  if (out.kind === "stream")
+    return Readable.from(restOf(out, x.rewriter, maxBytes, over), { objectMode: false });
+  if (out.kind !== "complete" || x.reads || out.bytes === 0) return null;
+  return out.parts.length === 1 ? (out.parts[0] as Uint8Array) : concat(out.parts);
 }
 
 function upstreamFailed(env: ForwardEnv, x: Exchange, call: UpstreamCall, err: unknown): void {
@@ -84,20 +92,20 @@ function respond(
   env: ForwardEnv,
   x: Exchange,
   call: UpstreamCall,
-  head: IncomingMessage,
+  head: UpstreamHead,
   upstreamMs: number,
 ): void {
   const tracker = new UsageTracker();
-  const contentType = head.headers["content-type"] ?? "";
+  const contentType = rawHeader(head.rawHeaders, "content-type") ?? "";
   // Bytes the upstream compressed anyway pass untouched (and unscanned).
-  const encoded = (head.headers["content-encoding"] ?? "identity") !== "identity";
+  const encoded = (rawHeader(head.rawHeaders, "content-encoding") ?? "identity") !== "identity";
   const sse = !encoded && /text\/event-stream/i.test(contentType);
   const scanner = sse
     ? sseScanner(tracker, x.rewriter.injected)
     : !encoded && /json/i.test(contentType)
       ? jsonScanner(tracker)
       : passScanner;
-  const status = head.statusCode ?? 502;
+  const status = head.status;
   // The length holds unless the scanner drops the usage chunk the gate asked for.
   const headers = forwardResponseHeaders(head.rawHeaders, !(sse && x.rewriter.injected));
   if (x.routed) headers.push("x-stallguard-breaker", x.routed.header);
@@ -111,13 +119,11 @@ function respond(
   x.res.writeHead(status, headers);
   env.metrics.observeOverhead(performance.now() - x.t0 - upstreamMs);
   if (x.req.method === "HEAD" || status === 204 || status === 304) {
-    head.resume();
     x.res.end();
     x.record(answer(null, 0));
     return;
   }
-  relayResponse(head, x.res, scanner, {
-    idled: call.timedOut,
+  relayResponse(call, x.res, scanner, {
     code: env.code,
     onEnd: (end) => {
       if (end.error === "upstream_stream" || end.error === "idle_timeout") {

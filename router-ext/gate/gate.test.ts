@@ -586,6 +586,57 @@ describe("gate proxy (real upstream, real hono server)", () => {
     expect(logs.some((l) => /upstream body failed .* after \d+ bytes/.test(l))).toBe(true);
   });
 
+  test("a client gone before the answer: the upstream request goes too, recorded as 499", async () => {
+    await start({ timeoutMs: 60_000 });
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => {
+      upstreamClosed = r;
+    });
+    up.handler = (_req, res) => {
+      res.on("close", () => upstreamClosed()); // never answered: only the gate's abort ends it
+    };
+    const ac = new AbortController();
+    const pending = complete({ "x-session-id": "ses_gone" }, chat(), { signal: ac.signal });
+    await withTimeout(
+      (async () => {
+        while (up.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
+      })(),
+      5000,
+      "the upstream request",
+    );
+    ac.abort();
+    await expect(pending).rejects.toThrow();
+    await withTimeout(closed, 5000, "the upstream request closed");
+    const [rec] = await store.waitRecords(1);
+    expect(rec).toMatchObject({ session_id: "ses_gone", status: 499, error: "client_abort" });
+  });
+
+  test("a client gone mid-stream: the upstream answer is cut and the bytes that reached it recorded", async () => {
+    await start({ timeoutMs: 60_000 });
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => {
+      upstreamClosed = r;
+    });
+    up.handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(chunkLine(delta("first ")));
+      res.on("close", () => upstreamClosed()); // the rest never comes
+    };
+    const ac = new AbortController();
+    const res = await complete({ "x-session-id": "ses_left" }, chat({ stream: true }), { signal: ac.signal });
+    const reader = must(res.body).getReader();
+    await reader.read();
+    ac.abort();
+    await withTimeout(closed, 5000, "the upstream answer closed");
+    const [rec] = await store.waitRecords(1);
+    expect(rec).toMatchObject({
+      session_id: "ses_left",
+      status: 200,
+      error: "client_abort",
+      response_bytes: new TextEncoder().encode(chunkLine(delta("first "))).length,
+    });
+  });
+
   test("a streamed body that goes over the cap is cut: 413 to the client, the upstream request aborted", async () => {
     await start({ maxBodyBytes: 2 * 1024 * 1024 });
     up.handler = streamingHandler();

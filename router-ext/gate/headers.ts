@@ -92,3 +92,12 @@ export function headerOf(headers: NodeJS.Dict<string | string[]>, name: string):
   if (v === undefined) return null;
   return Array.isArray(v) ? v.join(", ") : v;
 }
+
+/** One header of a raw list (name case ignored; repeats joined), null when absent. */
+export function rawHeader(raw: readonly string[], name: string): string | null {
+  let value: string | null = null;
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    if ((raw[i] as string).toLowerCase() === name)
+      value = value === null ? (raw[i + 1] as string) : `${value}, ${raw[i + 1]}`;
+  return value;
+}

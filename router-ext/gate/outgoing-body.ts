@@ -2,14 +2,14 @@
 // `bufferBytes` are read (and rewritten) before the gate decides, so a small
 // body, which is nearly every request, goes up whole with its length, and an
 // oversized small one is never forwarded. A larger body streams on from there
-// (sendRest) as fast as the upstream socket takes it, counted against the cap
+// (restOf) as fast as the upstream socket takes it, counted against the cap
 // as it goes; the client's socket is read no faster.
-import type { ClientRequest, IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
 import type { BodyRewriter } from "./request-body.ts";
 
 export type Outgoing =
   | { kind: "complete"; parts: Uint8Array[]; bytes: number }
-  /** The first parts are read; the rest of `from` follows through sendRest. */
+  /** The first parts are read; the rest of `from` follows through restOf. */
   | { kind: "stream"; parts: Uint8Array[]; read: number; from: IncomingMessage }
   | { kind: "too_large" }
   | { kind: "unreadable" };
@@ -68,52 +68,30 @@ export function readOutgoing(
 }
 
 /**
- * Sends the rest of a streamed body to `up` after its first parts, with
- * backpressure. Resolves true once it ended, false when it went over the cap
- * or the client's side failed (the upstream request is destroyed then).
+ * A streamed body for the upstream: its first parts, then the rest of the
+ * client's body as it comes, rewritten and counted against the cap; the
+ * client's socket is read only as fast as the upstream takes it (undici pulls
+ * the next chunk once the last is written). `over` turns true when the cap is
+ * passed: the body then throws, which aborts the upstream request, and the
+ * rest of the client's body is drained unread so the 413 reaches it.
  */
-export function sendRest(
+export async function* restOf(
   o: Extract<Outgoing, { kind: "stream" }>,
-  up: ClientRequest,
   rewriter: BodyRewriter,
   maxBytes: number,
-): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = o.from;
-    let read = o.read;
-    const finish = (ok: boolean) => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onFail);
-      req.off("close", onFail);
-      up.off("drain", onDrain);
-      if (!ok) {
-        req.resume();
-        up.destroy(new Error("request body over the cap or unreadable"));
-      }
-      resolve(ok);
-    };
-    const write = (p: Uint8Array) => {
-      if (!up.write(p)) req.pause();
-    };
-    const onData = (chunk: Buffer) => {
-      read += chunk.byteLength;
-      if (read > maxBytes) return finish(false);
-      for (const p of rewriter.push(chunk)) write(p);
-    };
-    const onEnd = () => {
-      for (const p of rewriter.end()) up.write(p);
-      up.end();
-      finish(true);
-    };
-    const onFail = () => finish(false);
-    const onDrain = () => req.resume();
-    for (const p of o.parts) up.write(p);
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onFail);
-    req.on("close", onFail);
-    up.on("drain", onDrain);
-    req.resume();
-  });
+  over: { capped: boolean },
+): AsyncGenerator<Uint8Array> {
+  yield* o.parts;
+  let read = o.read;
+  // Not destroyed when this generator stops early: the client must still get its answer.
+  for await (const chunk of o.from.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    read += chunk.byteLength;
+    if (read > maxBytes) {
+      over.capped = true;
+      o.from.resume();
+      throw new Error("request body over the cap");
+    }
+    yield* rewriter.push(chunk);
+  }
+  yield* rewriter.end();
 }

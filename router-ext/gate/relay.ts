@@ -3,8 +3,9 @@
 // faster), and ended exactly once with how it ended (complete, failed
 // halfway, went silent, or the client went away) and how many bytes reached
 // the client, so a broken stream is never recorded as a success. Silence is
-// the upstream socket's idle timeout (upstream.ts), which destroys it.
-import type { IncomingMessage, ServerResponse } from "node:http";
+// the upstream's body timeout (upstream.ts), which ends the call with an error.
+import type { ServerResponse } from "node:http";
+import type { UpstreamCall } from "./upstream.ts";
 
 export interface Scanner {
   chunk(bytes: Uint8Array): Uint8Array | null;
@@ -23,17 +24,18 @@ export interface RelayEnd {
 }
 
 export function relayResponse(
-  from: IncomingMessage,
+  from: UpstreamCall,
   to: ServerResponse,
   scanner: Scanner,
-  opts: { idled: () => boolean; code: (err: unknown) => string; onEnd: (end: RelayEnd) => void },
+  opts: { code: (err: unknown) => string; onEnd: (end: RelayEnd) => void },
 ): void {
   let bytes = 0;
   let ended = false;
   const end = (error: RelayError | null, code: string | null = null) => {
     if (ended) return;
     ended = true;
-    listen("off");
+    to.off("drain", onDrain);
+    to.off("close", onClientGone);
     opts.onEnd({ error, bytes, code });
   };
   const send = (out: Uint8Array | null): boolean => {
@@ -42,36 +44,26 @@ export function relayResponse(
     bytes += out.byteLength;
     return to.write(out);
   };
-  const failed = (err: unknown) => {
-    end(opts.idled() ? "idle_timeout" : "upstream_stream", opts.code(err));
-    // The client must see a broken answer, not a short one that looks complete.
-    to.destroy();
-  };
-  const onData = (chunk: Buffer) => {
-    if (!send(scanner.chunk(chunk))) from.pause();
-  };
-  const onEnd = () => {
-    send(scanner.end());
-    to.end();
-    end(null);
-  };
-  const onClosed = () => {
-    if (!from.complete) failed(new Error("upstream closed the answer early"));
-  };
   const onDrain = () => from.resume();
   const onClientGone = () => {
     if (to.writableFinished) return;
     // The client went away: stop reading upstream (the upstream sees its socket close).
     end("client_abort");
-    from.destroy();
+    from.abort();
   };
-  const listen = (how: "on" | "off") => {
-    from[how]("data", onData);
-    from[how]("end", onEnd);
-    from[how]("error", failed);
-    from[how]("close", onClosed);
-    to[how]("drain", onDrain);
-    to[how]("close", onClientGone);
-  };
-  listen("on");
+  to.on("drain", onDrain);
+  to.on("close", onClientGone);
+  from.relay({
+    data: (chunk) => send(scanner.chunk(chunk)),
+    end: () => {
+      send(scanner.end());
+      to.end();
+      end(null);
+    },
+    error: (err) => {
+      end(from.timedOut() ? "idle_timeout" : "upstream_stream", opts.code(err));
+      // The client must see a broken answer, not a short one that looks complete.
+      to.destroy();
+    },
+  });
 }
