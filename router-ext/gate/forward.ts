@@ -13,11 +13,13 @@ import { relayResponse } from "./relay.ts";
 import { concat } from "./request-body.ts";
 import { jsonScanner, passScanner, sseScanner } from "./scanners.ts";
 import {
+  loadedUpstreamClient,
   openUpstream,
   type UpstreamBody,
   type UpstreamCall,
   type UpstreamHead,
   type UpstreamTarget,
+  upstreamClient,
   upstreamPath,
 } from "./upstream.ts";
 import { UsageTracker } from "./usage.ts";
@@ -35,7 +37,8 @@ export interface ForwardEnv {
 export async function forward(env: ForwardEnv, x: Exchange, out: Outgoing): Promise<void> {
   const whole = out.kind === "complete" ? out : null;
   const over = { capped: false };
-  const call = openUpstream(env.target, {
+  const client = loadedUpstreamClient() ?? (await upstreamClient());
+  const call = openUpstream(client, env.target, {
     method: x.req.method ?? "GET",
     path: upstreamPath(env.target, x.rest, x.search),
     headers: forwardRequestHeaders(x.req.rawHeaders, env.apiKey, whole && !x.reads ? whole.bytes : null),

@@ -15,7 +15,7 @@ import { createGateMetrics, type GateMetrics } from "./metrics.ts";
 import { type Outgoing, readOutgoing } from "./outgoing-body.ts";
 import type { Prices } from "./pricing.ts";
 import type { GateDecision, GateIdentity, GateStore } from "./types.ts";
-import { type UpstreamTarget, upstreamTarget } from "./upstream.ts";
+import { type UpstreamTarget, upstreamClient, upstreamTarget } from "./upstream.ts";
 
 /** A body up to this size is read whole before it goes up (with its length); a larger one streams. */
 export const BUFFER_BYTES = 1024 * 1024;
@@ -73,6 +73,8 @@ export function gateProxy(opts: GateOptions): NodeHandler {
   const metrics = opts.metrics ?? createGateMetrics();
   const log = opts.log ?? (() => {});
   const target: UpstreamTarget | null = opts.upstream ? upstreamTarget(opts.upstream) : null;
+  // Loaded now, so the first request does not wait for it (a failure shows on that request).
+  if (target) upstreamClient().catch(() => {});
   const env: ExchangeEnv = {
     store: opts.store,
     metrics,

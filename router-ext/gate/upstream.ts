@@ -8,10 +8,29 @@
 // dispatch handler, the calls undici's own request() is built on: raw headers
 // and body chunks, no stream objects in between.
 import type { Readable } from "node:stream";
-import { Agent, type Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
 
 /** Every gate in this process shares the pools (one per upstream origin). */
-const AGENT = new Agent({ pipelining: 1 });
+let agent: Agent | null = null;
+let loading: Promise<Agent> | null = null;
+
+/**
+ * undici, loaded on first need (a gate with an upstream asks when it is
+ * built): loading it costs about 50 ms, which every CLI command that never
+ * forwards a request would pay at start.
+ */
+export function upstreamClient(): Promise<Agent> {
+  loading ??= import("undici").then((u) => {
+    agent = new u.Agent({ pipelining: 1 });
+    return agent;
+  });
+  return loading;
+}
+
+/** The client once loaded; null before (forward.ts then waits for upstreamClient()). */
+export function loadedUpstreamClient(): Agent | null {
+  return agent;
+}
 
 export interface UpstreamTarget {
   /** scheme://host:port, the pool's key. */
@@ -143,12 +162,13 @@ class Call implements UpstreamCall, Dispatcher.DispatchHandler {
 }
 
 export function openUpstream(
+  client: Agent,
   target: UpstreamTarget,
   o: { method: string; path: string; headers: string[]; body: UpstreamBody; timeoutMs: number },
 ): UpstreamCall {
   const call = new Call();
   o.headers.push("host", target.host);
-  AGENT.dispatch(
+  client.dispatch(
     {
       origin: target.origin,
       method: o.method as Dispatcher.HttpMethod,
