@@ -3,7 +3,6 @@
 // its body relayed chunk by chunk through a usage scanner, recorded when the
 // body ends. An upstream that is down, silent or cut short is answered with
 // an OpenAI-shaped error (502, 504) or, mid-body, a broken stream.
-import { Readable } from "node:stream";
 import { errorBody } from "./answers.ts";
 import type { Exchange } from "./exchange.ts";
 import { forwardRequestHeaders, forwardResponseHeaders, rawHeader } from "./headers.ts";
@@ -67,8 +66,7 @@ export async function forward(env: ForwardEnv, x: Exchange, out: Outgoing): Prom
 
 /** What goes up: a whole body in one write (its head and bytes in one packet), or the stream on. */
 function bodyOf(out: Outgoing, x: Exchange, maxBytes: number, over: { capped: boolean }): UpstreamBody {
-  if (out.kind === "stream")
-    return Readable.from(restOf(out, x.rewriter, maxBytes, over), { objectMode: false });
+  if (out.kind === "stream") return restOf(out, x.rewriter, maxBytes, over);
   if (out.kind !== "complete" || x.reads || out.bytes === 0) return null;
   return out.parts.length === 1 ? (out.parts[0] as Uint8Array) : concat(out.parts);
 }

@@ -5,6 +5,7 @@
 // (restOf) as fast as the upstream socket takes it, counted against the cap
 // as it goes; the client's socket is read no faster.
 import type { IncomingMessage } from "node:http";
+import { Readable } from "node:stream";
 import type { BodyRewriter } from "./request-body.ts";
 
 export type Outgoing =
@@ -69,29 +70,55 @@ export function readOutgoing(
 
 /**
  * A streamed body for the upstream: its first parts, then the rest of the
- * client's body as it comes, rewritten and counted against the cap; the
- * client's socket is read only as fast as the upstream takes it (undici pulls
- * the next chunk once the last is written). `over` turns true when the cap is
- * passed: the body then throws, which aborts the upstream request, and the
- * rest of the client's body is drained unread so the 413 reaches it.
+ * client's body as it comes, rewritten and counted against the cap. The
+ * client's socket is read only as fast as the upstream takes it (the client
+ * pauses while the body's buffer is full; undici pauses the body while the
+ * upstream socket is). `over` turns true when the cap is passed: the body
+ * then fails, which aborts the upstream request, and the rest of the client's
+ * body is drained unread so the 413 reaches it. Chunks pass as they come, no
+ * copy (an async iterator over the request joined what was buffered).
  */
-export async function* restOf(
+export function restOf(
   o: Extract<Outgoing, { kind: "stream" }>,
   rewriter: BodyRewriter,
   maxBytes: number,
   over: { capped: boolean },
-): AsyncGenerator<Uint8Array> {
-  yield* o.parts;
+): Readable {
+  const from = o.from;
   let read = o.read;
-  // Not destroyed when this generator stops early: the client must still get its answer.
-  for await (const chunk of o.from.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+  const stop = () => {
+    from.off("data", onData);
+    from.off("end", onEnd);
+    from.off("error", onFail);
+    from.off("close", onFail);
+  };
+  const body = new Readable({ read: () => from.resume() });
+  const onData = (chunk: Buffer) => {
     read += chunk.byteLength;
     if (read > maxBytes) {
       over.capped = true;
-      o.from.resume();
-      throw new Error("request body over the cap");
+      stop();
+      from.resume(); // drained, never kept: the 413 still reaches the client
+      body.destroy(new Error("request body over the cap"));
+      return;
     }
-    yield* rewriter.push(chunk);
-  }
-  yield* rewriter.end();
+    let more = true;
+    for (const p of rewriter.push(chunk)) more = body.push(p);
+    if (!more) from.pause();
+  };
+  const onEnd = () => {
+    stop();
+    for (const p of rewriter.end()) body.push(p);
+    body.push(null);
+  };
+  const onFail = () => {
+    stop();
+    body.destroy(new Error("request body unreadable"));
+  };
+  for (const p of o.parts) body.push(p);
+  from.on("data", onData);
+  from.on("end", onEnd);
+  from.on("error", onFail);
+  from.on("close", onFail);
+  return body;
 }
