@@ -2,7 +2,7 @@
 // upstream origin for the whole process), the path under the upstream's base,
 // and one timeout: the upstream's silence, for the response head and between
 // body chunks. No redirect is followed. undici rather than node's http client:
-// the gate spent about a third less CPU per request with it, and a bare proxy
+// the gate spends 15% to 27% less CPU a request with it, and a bare proxy
 // with undici on its upstream side serves 1.1x to 1.2x the requests of one on
 // node:http (bench/gate-latency.ts --undici). It is driven through its
 // dispatch handler, the calls undici's own request() is built on: raw headers
@@ -16,7 +16,7 @@ let loading: Promise<Agent> | null = null;
 
 /**
  * undici, loaded on first need (a gate with an upstream asks when it is
- * built): loading it costs about 50 ms, which every CLI command that never
+ * built): loading it costs about 40 ms, which every CLI command that never
  * forwards a request would pay at start.
  */
 export function upstreamClient(): Promise<Agent> {
