@@ -1,5 +1,6 @@
 // The gate against a real upstream (node:http on loopback), served by
 // @hono/node-server on a free port, driven with real HTTP clients.
+import { once } from "node:events";
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
@@ -588,12 +589,9 @@ describe("gate proxy (real upstream, real hono server)", () => {
 
   test("a client gone before the answer: the upstream request goes too, recorded as 499", async () => {
     await start({ timeoutMs: 60_000 });
-    let upstreamClosed!: () => void;
-    const closed = new Promise<void>((r) => {
-      upstreamClosed = r;
-    });
+    let closed: Promise<unknown> | undefined;
     up.handler = (_req, res) => {
-      res.on("close", () => upstreamClosed()); // never answered: only the gate's abort ends it
+      closed = once(res, "close"); // never answered: only the gate's abort ends it
     };
     const ac = new AbortController();
     const pending = complete({ "x-session-id": "ses_gone" }, chat(), { signal: ac.signal });
@@ -606,28 +604,25 @@ describe("gate proxy (real upstream, real hono server)", () => {
     );
     ac.abort();
     await expect(pending).rejects.toThrow();
-    await withTimeout(closed, 5000, "the upstream request closed");
+    await withTimeout(must(closed), 5000, "the upstream request closed");
     const [rec] = await store.waitRecords(1);
     expect(rec).toMatchObject({ session_id: "ses_gone", status: 499, error: "client_abort" });
   });
 
   test("a client gone mid-stream: the upstream answer is cut and the bytes that reached it recorded", async () => {
     await start({ timeoutMs: 60_000 });
-    let upstreamClosed!: () => void;
-    const closed = new Promise<void>((r) => {
-      upstreamClosed = r;
-    });
+    let closed: Promise<unknown> | undefined;
     up.handler = (_req, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.write(chunkLine(delta("first ")));
-      res.on("close", () => upstreamClosed()); // the rest never comes
+      closed = once(res, "close"); // the rest never comes
     };
     const ac = new AbortController();
     const res = await complete({ "x-session-id": "ses_left" }, chat({ stream: true }), { signal: ac.signal });
     const reader = must(res.body).getReader();
     await reader.read();
     ac.abort();
-    await withTimeout(closed, 5000, "the upstream answer closed");
+    await withTimeout(must(closed), 5000, "the upstream answer closed");
     const [rec] = await store.waitRecords(1);
     expect(rec).toMatchObject({
       session_id: "ses_left",
