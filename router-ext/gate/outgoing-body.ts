@@ -75,8 +75,7 @@ export function readOutgoing(
  * pauses while the body's buffer is full; undici pauses the body while the
  * upstream socket is). `over` turns true when the cap is passed: the body
  * then fails, which aborts the upstream request, and the rest of the client's
- * body is drained unread so the 413 reaches it. Chunks pass as they come, no
- * copy (an async iterator over the request joined what was buffered).
+ * body is drained unread so the 413 reaches it. Chunks pass as they come.
  */
 export function restOf(
   o: Extract<Outgoing, { kind: "stream" }>,
