@@ -8,7 +8,10 @@
 // router-ext/worker-file.ts). Two databases by default: synthetic sessions, and the shared corpora with the
 // repo's recorded sets written to one db. The steps and the
 // databases alternate in every round, so a loaded machine slows them alike;
-// medians over the rounds.
+// medians over the rounds. Then the same as a user runs it, each a fresh
+// process (node's start-up and a cold JIT included): `stallguard calibrate
+// --db` from the bundle `npm start` runs (built first), with --jobs 1 and with
+// its default jobs, against a fresh process that scans and parses the parts.
 //
 //   npx tsx bench/core-replay.ts [--sessions 200] [--calls 500] [--repeats 5] [--flat] [--jobs N]
 //   npx tsx bench/core-replay.ts --db path/to/opencode.db [--repeats 5]
@@ -17,6 +20,7 @@
 // read-only, never changed. --flat writes one part per assistant message (the
 // tool part alone) instead of the step-start, tool and step-finish parts
 // opencode writes: fewer parts for the same calls, so the floor is smaller.
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -48,6 +52,24 @@ const CORPORA = [
   join(ROOT, "test", "fixtures", "external-trajectories"),
   join(ROOT, "test", "fixtures", "recorded"),
 ];
+
+/** The bundle users run, and a process that only scans the parts and parses each (the floor, fresh). */
+const CLI = join(ROOT, "dist", "stallguard.mjs");
+const SCAN_PROCESS = `const D = require("better-sqlite3");
+const db = new D(process.argv[1], { readonly: true, fileMustExist: true });
+let n = 0;
+for (const row of db.prepare("SELECT data FROM part").iterate()) n += JSON.parse(row.data) ? 1 : 0;
+db.close();`;
+
+/** The wall time of a fresh node process running `args` from the repo (its output dropped). */
+function processMs(args: string[]): number {
+  const start = performance.now();
+  const run = spawnSync(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+  const ms = performance.now() - start;
+  if (run.status !== 0)
+    throw new Error(`node ${args.slice(0, 2).join(" ")} exited ${run.status}: ${run.stderr}`);
+  return ms;
+}
 
 /** Every row of `sql` with its data column JSON.parsed, nothing kept: what reading costs at the least. */
 function scan(dbPath: string, sql: string, parse: boolean): number {
@@ -158,6 +180,18 @@ async function round(t: Target): Promise<void> {
   );
   gcNow();
   time("workers", await timeMsAsync(() => acrossWorkers(t.path)));
+  cold(t);
+}
+
+/** One fresh process of each: the floor's scan, the CLI with --jobs 1, the CLI with its default jobs. */
+function cold(t: Target): void {
+  const keep = (k: string, ms: number) => {
+    t.times[k] = t.times[k] ?? [];
+    t.times[k].push(ms);
+  };
+  keep("cold.floor", processMs(["-e", SCAN_PROCESS, t.path]));
+  keep("cold.one", processMs([CLI, "calibrate", "--db", t.path, "--jobs", "1"]));
+  keep("cold.default", processMs([CLI, "calibrate", "--db", t.path]));
 }
 
 /** calibrate --db --jobs N's read and judge: the trees across `jobs` threads (this one and workers), on any db size. */
@@ -195,8 +229,21 @@ function report(t: Target): void {
   console.log(
     `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (the workers start cold every run, the rows above are warm from the rounds before)`,
   );
+  const floorProcess = m("cold.floor");
+  const cold = (label: string, k: string) => [label, fmt(m(k), 0), fmt(m(k) / floorProcess)];
+  console.log("");
+  printTable(
+    ["as a user runs it: a fresh process each", "median ms", "x floor process"],
+    [
+      cold("floor process: node, the part table scanned, JSON.parse of each", "cold.floor"),
+      cold("stallguard calibrate --db --jobs 1 (the built CLI)", "cold.one"),
+      cold(`stallguard calibrate --db (its default jobs: ${defaultJobs()} at most)`, "cold.default"),
+    ],
+  );
 }
 
+const built = spawnSync(process.execPath, [join(ROOT, "deploy", "build.mjs")], { stdio: "inherit" });
+if (built.status !== 0) throw new Error("npm run build failed");
 const dir = mkdtempSync(join(tmpdir(), "stallguard-bench-replay-"));
 try {
   const targets: Target[] = [];
