@@ -230,14 +230,14 @@ function report(t: Target): void {
     `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (the workers start cold every run, the rows above are warm from the rounds before)`,
   );
   const floorProcess = m("cold.floor");
-  const cold = (label: string, k: string) => [label, fmt(m(k), 0), fmt(m(k) / floorProcess)];
+  const fresh = (label: string, k: string) => [label, fmt(m(k), 0), fmt(m(k) / floorProcess)];
   console.log("");
   printTable(
     ["as a user runs it: a fresh process each", "median ms", "x floor process"],
     [
-      cold("floor process: node, the part table scanned, JSON.parse of each", "cold.floor"),
-      cold("stallguard calibrate --db --jobs 1 (the built CLI)", "cold.one"),
-      cold(`stallguard calibrate --db (its default jobs: ${defaultJobs()} at most)`, "cold.default"),
+      fresh("floor process: node, the part table scanned, JSON.parse of each", "cold.floor"),
+      fresh("stallguard calibrate --db --jobs 1 (the built CLI)", "cold.one"),
+      fresh(`stallguard calibrate --db (its default jobs: ${defaultJobs()} at most)`, "cold.default"),
     ],
   );
 }
