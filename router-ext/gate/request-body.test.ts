@@ -33,6 +33,26 @@ describe("BodyRewriter", () => {
     }
   });
 
+  test("reads only keys spelled exactly model, stream and stream_options", () => {
+    const long = `model${"x".repeat(80)}`;
+    // The real keys first: a lookalike read as one of them would change what was read.
+    const body = `{"model":"real","stream":true,"models":"a","mode":"b","streams":false,"stream_option":{"include_usage":false},"${long}":"d"}`;
+    for (const size of SIZES) {
+      const { text, rw } = run(body, size, {
+        completions: true,
+        onModel: (m) => (m === "real" ? "fallback" : null),
+      });
+      expect(rw.model, `size ${size}`).toBe("real");
+      expect(rw.stream).toBe(true);
+      expect(rw.injected).toBe(true);
+      expect(JSON.parse(text)).toEqual({
+        ...JSON.parse(body),
+        model: "fallback",
+        stream_options: { include_usage: true },
+      });
+    }
+  });
+
   test("asks for usage on a streaming completion without stream_options", () => {
     const body = `{ "model" : "m", "messages": [], "stream" : true }`;
     for (const size of SIZES) {

@@ -12,7 +12,13 @@ const dec = new TextDecoder();
 
 /** Longest value held back while it is read (a model name, stream_options). */
 const MAX_HELD = 4096;
-const WATCHED = new Set(["model", "stream", "stream_options"]);
+/** The watched keys as their bytes: a key is told by its bytes, not decoded (one allocation less per key). */
+const WATCHED: ReadonlyArray<readonly [string, Uint8Array]> = ["model", "stream", "stream_options"].map(
+  (name) => [name, enc.encode(name)] as const,
+);
+/** What the gate appends to a streaming completion's body that has no stream_options (after a key, or alone). */
+const ASK_USAGE = enc.encode(`,"stream_options":{"include_usage":true}`);
+const ASK_USAGE_ALONE = ASK_USAGE.subarray(1);
 
 /** stringEnd's answers when the string runs past the chunk: its last byte left an escape open, or not. */
 const RAN_ON = -1;
@@ -59,6 +65,17 @@ interface Cursor {
   out: Uint8Array[];
 }
 
+/** The watched key whose bytes these are, or "" (a key of another name is not watched). */
+function watchedKey(bytes: readonly number[]): string {
+  for (const [name, watched] of WATCHED) {
+    if (watched.length !== bytes.length) continue;
+    let i = 0;
+    while (i < bytes.length && watched[i] === bytes[i]) i++;
+    if (i === bytes.length) return name;
+  }
+  return "";
+}
+
 /** Passes the chunk's bytes from the cursor up to `to` on unchanged. */
 function emit(c: Cursor, to: number): void {
   if (to > c.from) c.out.push(c.chunk.subarray(c.from, to));
@@ -86,7 +103,10 @@ export class BodyRewriter {
   private inString = false;
   private escaped = false;
   private hasKey = false;
+  /** The key being read, its bytes so far (one array reused for every key), or null outside a key. */
   private key: number[] | null = null;
+  private readonly keyBuffer: number[] = [];
+  /** The last key read when it is a watched one, else "". */
   private keyName = "";
   private sawStreamOptions = false;
   /** The watched value being read: its bytes so far, and how it ends. */
@@ -126,7 +146,7 @@ export class BodyRewriter {
     this.escaped = false;
     this.inString = false;
     if (this.key) {
-      this.keyName = this.key.length <= 64 ? dec.decode(new Uint8Array(this.key)) : "";
+      this.keyName = watchedKey(this.key);
       this.key = null;
       this.phase = "colon";
     } else if (this.held && this.heldKind === "string" && this.depth === 1) {
@@ -147,7 +167,8 @@ export class BodyRewriter {
     if (b === QUOTE) {
       this.inString = true;
       if (this.depth === 1 && this.phase === "key") {
-        this.key = [];
+        this.key = this.keyBuffer;
+        this.key.length = 0;
         this.hasKey = true;
       } else if (this.depth === 1 && this.phase === "value") this.startValue(c, i, "string");
     } else if (isSpace(b)) {
@@ -250,7 +271,7 @@ export class BodyRewriter {
 
   private startValue(c: Cursor, i: number, kind: "string" | "nested" | "literal"): void {
     this.phase = kind === "literal" ? "value" : "after";
-    if (!WATCHED.has(this.keyName)) {
+    if (this.keyName === "") {
       if (kind === "literal") this.phase = "after";
       return;
     }
@@ -264,15 +285,18 @@ export class BodyRewriter {
 
   /** Ends the held value at `to` (exclusive) and passes it on, rewritten when asked. */
   private release(c: Cursor, to: number): void {
-    const parts = [...(this.held ?? []), c.chunk.subarray(c.from, to)];
+    const last = c.chunk.subarray(c.from, to);
+    // Most values sit in one chunk: read where they are, not copied into a new buffer first.
+    const parts = this.held?.length ? [...this.held, last] : null;
     this.held = null;
     c.from = to;
-    const raw = dec.decode(concat(parts));
+    const raw = dec.decode(parts ? concat(parts) : last);
     const name = this.keyName;
     this.keyName = "";
     const replaced = this.rewrite(name, raw);
-    if (replaced === null) c.out.push(...parts);
-    else c.out.push(enc.encode(replaced));
+    if (replaced !== null) c.out.push(enc.encode(replaced));
+    else if (parts) c.out.push(...parts);
+    else c.out.push(last);
   }
 
   private rewrite(name: string, raw: string): string | null {
@@ -304,7 +328,7 @@ export class BodyRewriter {
   private injection(): Uint8Array | null {
     if (!this.wantsUsage() || this.sawStreamOptions) return null;
     this.injected = true;
-    return enc.encode(`${this.hasKey ? "," : ""}"stream_options":{"include_usage":true}`);
+    return this.hasKey ? ASK_USAGE : ASK_USAGE_ALONE;
   }
 }
 

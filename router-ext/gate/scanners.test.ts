@@ -15,7 +15,7 @@ function scan(hide: boolean, bytes: Uint8Array, cuts: number[]) {
   const tracker = new UsageTracker();
   const s = sseScanner(tracker, hide);
   const out: string[] = [];
-  const decoder = new TextDecoder();
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   let from = 0;
   for (const to of [...cuts, bytes.length]) {
     const o = s.chunk(Buffer.from(bytes.subarray(from, to)));
@@ -40,6 +40,15 @@ describe("sseScanner", () => {
         const hidden = scan(true, bytes, [a, b]);
         expect(hidden).toEqual({ text: STREAM.replace(`${usageLine}\n`, ""), usage, model: "m-1" });
       }
+    }
+  });
+
+  test("a byte order mark at the start reaches the client as it came, wherever the stream is cut", () => {
+    const withBom = `\ufeff${STREAM}`;
+    const bomBytes = enc.encode(withBom);
+    for (let a = 0; a <= 12; a++) {
+      expect(scan(true, bomBytes, [a]).text).toBe(withBom.replace(`${usageLine}\n`, ""));
+      expect(scan(false, bomBytes, [a]).text).toBe(withBom);
     }
   });
 
