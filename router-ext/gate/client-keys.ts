@@ -4,8 +4,8 @@
 // so neither the match nor its position (nor a length) leaks through timing.
 // The keys' digests are computed once per key list, the presented token's
 // once per request. The upstream key is added only after.
-import { hash, timingSafeEqual } from "node:crypto";
-import { bearerToken } from "../server/security.ts";
+import { timingSafeEqual } from "node:crypto";
+import { bearerToken, secretDigest as digest } from "../server/security.ts";
 import { errorBody } from "./answers.ts";
 
 /** A named client key; the name is recorded with every request it makes. */
@@ -14,7 +14,6 @@ export interface ClientKey {
   key: string;
 }
 
-const digest = (s: string) => hash("sha256", s, "buffer");
 const digests = new WeakMap<readonly ClientKey[], Buffer[]>();
 
 /** The key a request presents, or null when it presents none or an unknown one. */
