@@ -53,6 +53,26 @@ describe("BodyRewriter", () => {
     }
   });
 
+  test("reads a watched key spelled with escapes, as the upstream's JSON parser will", () => {
+    const esc = (key: string) =>
+      [...key].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
+    const body = `{"mod\\u0065l":"real","\\u0073tream":true,"${esc("stream_options")}":{"include_usage":false}}`;
+    for (const size of SIZES) {
+      const { text, rw } = run(body, size, {
+        completions: true,
+        onModel: (m) => (m === "real" ? "fallback" : null),
+      });
+      expect(rw.model, `size ${size}`).toBe("real");
+      expect(rw.stream).toBe(true);
+      expect(rw.injected).toBe(true);
+      expect(JSON.parse(text)).toEqual({
+        model: "fallback",
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+    }
+  });
+
   test("asks for usage on a streaming completion without stream_options", () => {
     const body = `{ "model" : "m", "messages": [], "stream" : true }`;
     for (const size of SIZES) {

@@ -65,8 +65,20 @@ interface Cursor {
   out: Uint8Array[];
 }
 
-/** The watched key whose bytes these are, or "" (a key of another name is not watched). */
+/**
+ * Longest key read: the longest watched key with every character escaped
+ * (`\u0073...`, 6 bytes a character). A longer key is no watched one.
+ */
+const MAX_KEY_BYTES = 6 * Math.max(...WATCHED.map(([name]) => name.length));
+
+/**
+ * The watched key whose bytes these are, or "" (a key of another name is not
+ * watched). A key with escapes is read as JSON reads it: `"mod\u0065l"` is
+ * model to the upstream, so it is to the gate.
+ */
 function watchedKey(bytes: readonly number[]): string {
+  if (bytes.length > MAX_KEY_BYTES) return "";
+  if (bytes.includes(BACKSLASH)) return escapedKey(bytes);
   for (const [name, watched] of WATCHED) {
     if (watched.length !== bytes.length) continue;
     let i = 0;
@@ -74,6 +86,16 @@ function watchedKey(bytes: readonly number[]): string {
     if (i === bytes.length) return name;
   }
   return "";
+}
+
+function escapedKey(bytes: readonly number[]): string {
+  let name: unknown;
+  try {
+    name = JSON.parse(`"${dec.decode(Uint8Array.from(bytes))}"`);
+  } catch {
+    return "";
+  }
+  return WATCHED.some(([watched]) => watched === name) ? (name as string) : "";
 }
 
 /** Passes the chunk's bytes from the cursor up to `to` on unchanged. */
@@ -262,8 +284,8 @@ export class BodyRewriter {
 
   private keyBytes(chunk: Uint8Array, from: number, to: number): void {
     const key = this.key as number[];
-    if (key.length + (to - from) > 64) {
-      key.length = 65;
+    if (key.length + (to - from) > MAX_KEY_BYTES) {
+      key.length = MAX_KEY_BYTES + 1;
       return;
     }
     for (let j = from; j < to; j++) key.push(chunk[j] as number);
