@@ -16,6 +16,20 @@ function run(body: string, size: number, opts: ConstructorParameters<typeof Body
 
 const SIZES = [1, 2, 3, 7, 64, 100_000];
 
+/** A streaming body whose model "real" the breaker reroutes: what every chunking reads, and the body sent. */
+function expectRerouted(body: string, sent: unknown) {
+  for (const size of SIZES) {
+    const { text, rw } = run(body, size, {
+      completions: true,
+      onModel: (m) => (m === "real" ? "fallback" : null),
+    });
+    expect(rw.model, `size ${size}`).toBe("real");
+    expect(rw.stream).toBe(true);
+    expect(rw.injected).toBe(true);
+    expect(JSON.parse(text)).toEqual(sent);
+  }
+}
+
 describe("BodyRewriter", () => {
   test("reads model and stream from any chunking, leaves the rest byte for byte", () => {
     const body = JSON.stringify({
@@ -37,40 +51,14 @@ describe("BodyRewriter", () => {
     const long = `model${"x".repeat(80)}`;
     // The real keys first: a lookalike read as one of them would change what was read.
     const body = `{"model":"real","stream":true,"models":"a","mode":"b","streams":false,"stream_option":{"include_usage":false},"${long}":"d"}`;
-    for (const size of SIZES) {
-      const { text, rw } = run(body, size, {
-        completions: true,
-        onModel: (m) => (m === "real" ? "fallback" : null),
-      });
-      expect(rw.model, `size ${size}`).toBe("real");
-      expect(rw.stream).toBe(true);
-      expect(rw.injected).toBe(true);
-      expect(JSON.parse(text)).toEqual({
-        ...JSON.parse(body),
-        model: "fallback",
-        stream_options: { include_usage: true },
-      });
-    }
+    expectRerouted(body, { ...JSON.parse(body), model: "fallback", stream_options: { include_usage: true } });
   });
 
   test("reads a watched key spelled with escapes, as the upstream's JSON parser will", () => {
     const esc = (key: string) =>
       [...key].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
     const body = `{"mod\\u0065l":"real","\\u0073tream":true,"${esc("stream_options")}":{"include_usage":false}}`;
-    for (const size of SIZES) {
-      const { text, rw } = run(body, size, {
-        completions: true,
-        onModel: (m) => (m === "real" ? "fallback" : null),
-      });
-      expect(rw.model, `size ${size}`).toBe("real");
-      expect(rw.stream).toBe(true);
-      expect(rw.injected).toBe(true);
-      expect(JSON.parse(text)).toEqual({
-        model: "fallback",
-        stream: true,
-        stream_options: { include_usage: true },
-      });
-    }
+    expectRerouted(body, { model: "fallback", stream: true, stream_options: { include_usage: true } });
   });
 
   test("asks for usage on a streaming completion without stream_options", () => {
