@@ -2,7 +2,8 @@
 // opencode.db (opencode's own schema) is scanned bare with a JSON.parse of
 // every part's data (the floor), read by the calibrator's loader (sessions
 // turned into observations as they are read), judged (replay() of what it
-// loaded), and loaded and judged in one go the way `stallguard calibrate --db`
+// loaded), loaded and judged in one go (every session held, as --sweep needs), and read and
+// judged tree by tree the way `stallguard calibrate --db`
 // does, in this thread (--jobs 1) and across N threads (--jobs N: this one
 // and N-1 workers, the worker bundled as stallguard ships it,
 // router-ext/worker-file.ts). Two databases by default: synthetic sessions, and the shared corpora with the
@@ -28,6 +29,7 @@ import { setFlagsFromString } from "node:v8";
 import Database from "better-sqlite3";
 import { loadConfig } from "../router-ext/calibrate/config.ts";
 import { defaultJobs } from "../router-ext/calibrate/replay-plan.ts";
+import { replayDbSerially } from "../router-ext/calibrate/replay-serial.ts";
 import { replayDbInWorkers } from "../router-ext/calibrate/replay-workers.ts";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
 import { replay } from "../shared/index.ts";
@@ -173,11 +175,13 @@ async function round(t: Target): Promise<void> {
   loaded = [];
   gcNow();
   time(
-    "both",
+    "whole",
     await timeMsAsync(async () => {
       replay((await loadOpencodeDb(t.path, { observe })).sessions, policy);
     }),
   );
+  gcNow();
+  time("both", await timeMsAsync(() => replayDbSerially(t.path, { policy, timeline: false })));
   gcNow();
   time("workers", await timeMsAsync(() => acrossWorkers(t.path)));
   cold(t);
@@ -222,12 +226,13 @@ function report(t: Target): void {
       row("scan of the message table + JSON.parse of each", "messages"),
       row("loader: --db read into observations, one transaction", "load"),
       row("judge: replay() of the loaded sessions", "judge"),
-      row("loader + judge in one go (calibrate --db)", "both"),
+      row("loader, then judge, every session held (--sweep, --margins, labels)", "whole"),
+      row("read and judged tree by tree (calibrate --db --jobs 1)", "both"),
       row(`loader + judge across ${jobs} threads (calibrate --db --jobs ${jobs})`, "workers"),
     ],
   );
   console.log(
-    `${t.flagged} session(s) flagged; loader + judge in one go = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (the workers start cold every run, the rows above are warm from the rounds before)`,
+    `${t.flagged} session(s) flagged; loader + judge tree by tree = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (the workers start cold every run, the rows above are warm from the rounds before)`,
   );
   const floorProcess = m("cold.floor");
   const fresh = (label: string, k: string) => [label, fmt(m(k), 0), fmt(m(k) / floorProcess)];

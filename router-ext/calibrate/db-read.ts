@@ -1,8 +1,9 @@
 // Reading listed sessions from an open opencode.db: what calibrate --db's
-// serial read (router-ext/calibrate/sources.ts) and each replay worker
-// (router-ext/calibrate/replay-worker.ts) share. Kept apart from sources.ts so
-// the worker's bundle leaves out what only the main thread needs (zod, exports).
-import type { StoredOptions } from "../../shared/index.ts";
+// whole read (router-ext/calibrate/sources.ts), its tree-by-tree run in one
+// thread (replay-serial.ts) and each replay worker (replay-worker.ts) share.
+// Kept apart from sources.ts so the worker's bundle leaves out what only the
+// main thread needs (zod, exports).
+import { type Policy, type ReplayResult, replay, type StoredOptions } from "../../shared/index.ts";
 import type { OpencodeDb, SessionRow } from "../opencode-db/reader.ts";
 import type { DbOptions, SourceSession } from "./sources.ts";
 
@@ -51,3 +52,48 @@ export function readSessions(
 
 /** What a session's listing row gives the read: the replay needs no more. */
 export type SessionListing = Pick<SessionRow, "id" | "parentId" | "directory" | "title" | "updated">;
+
+/**
+ * Reads and judges session trees one at a time, each tree `claim` hands out
+ * (its index, or past the end when none is left), so only one tree's
+ * observations are held: the caller holds the read transaction. `onTree` is
+ * told the sessions judged so far after each tree.
+ */
+export function judgeTrees(
+  reader: OpencodeDb,
+  trees: readonly SessionListing[][],
+  claim: () => number,
+  run: { policy: Policy; timeline: boolean },
+  onTree?: (sessions: number) => void,
+): { results: ReplayResult[]; malformed: number } {
+  const observe = {
+    testPatterns: run.policy.testPatterns,
+    continuationMarkers: run.policy.continuationMarkers,
+  };
+  const results: ReplayResult[] = [];
+  let malformed = 0;
+  let sessions = 0;
+  for (let at = claim(); at < trees.length; at = claim()) {
+    const tree = trees[at] as SessionListing[];
+    const read = readSessions(reader, tree, undefined, observe);
+    malformed += read.malformed;
+    for (const r of replay(read.sessions, run.policy, { timeline: run.timeline })) results.push(r);
+    sessions += tree.length;
+    onTree?.(sessions);
+  }
+  return { results, malformed };
+}
+
+/** One result per listed session, in the listing's order; a session left unjudged is an error. */
+export function inListingOrder(
+  listed: readonly SessionListing[],
+  results: readonly ReplayResult[],
+): ReplayResult[] {
+  const byId = new Map<string, ReplayResult>();
+  for (const r of results) byId.set(r.id, r);
+  return listed.map((s) => {
+    const r = byId.get(s.id);
+    if (!r) throw new Error(`session ${s.id} was listed but never judged`);
+    return r;
+  });
+}

@@ -6,9 +6,9 @@
 // verdicts (with timelines when asked), never content. Started by
 // router-ext/calibrate/replay-workers.ts; bundled as dist/calibrate-replay-worker.mjs.
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { type Config, policyFromConfig, type ReplayResult, replay } from "../../shared/index.ts";
+import { type Config, policyFromConfig, type ReplayResult } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
-import { readSessions, type SessionListing } from "./db-read.ts";
+import { judgeTrees, type SessionListing } from "./db-read.ts";
 
 export const WORKER_ROLE = "stallguard calibrate replay worker";
 
@@ -36,28 +36,23 @@ const PROGRESS_EVERY_MS = 100;
 /** Claims, reads and judges trees till none is left; `post` receives the progress and the results. */
 export function runClaims(data: ReplayWorkerData, post: (m: ReplayWorkerMessage) => void): void {
   const policy = policyFromConfig(data.config);
-  const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
   const reader = OpencodeDb.open(data.path);
   try {
-    const done = reader.snapshot(() => {
-      const results: ReplayResult[] = [];
-      let malformed = 0;
-      let sessions = 0;
-      let said = Date.now();
-      const next = new Int32Array(data.next);
-      for (let at = Atomics.add(next, 0, 1); at < data.trees.length; at = Atomics.add(next, 0, 1)) {
-        const tree = data.trees[at] as SessionListing[];
-        const read = readSessions(reader, tree, undefined, observe);
-        malformed += read.malformed;
-        for (const r of replay(read.sessions, policy, { timeline: data.timeline })) results.push(r);
-        sessions += tree.length;
-        if (Date.now() - said >= PROGRESS_EVERY_MS) {
+    const next = new Int32Array(data.next);
+    let said = Date.now();
+    const done = reader.snapshot(() =>
+      judgeTrees(
+        reader,
+        data.trees,
+        () => Atomics.add(next, 0, 1),
+        { policy, timeline: data.timeline },
+        (sessions) => {
+          if (Date.now() - said < PROGRESS_EVERY_MS) return;
           said = Date.now();
           post({ type: "progress", sessions });
-        }
-      }
-      return { results, malformed };
-    });
+        },
+      ),
+    );
     post({ type: "done", ...done });
   } finally {
     reader.close();

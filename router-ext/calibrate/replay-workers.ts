@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import { type Config, type ReplayResult, treesOf } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
 import { type WorkerFile, workerFile } from "../worker-file.ts";
-import { malformedWarnings, type SessionListing } from "./db-read.ts";
+import { inListingOrder, malformedWarnings, type SessionListing } from "./db-read.ts";
 import { claimOrder, workerCount } from "./replay-plan.ts";
 import { type ReplayWorkerData, type ReplayWorkerMessage, runClaims, WORKER_ROLE } from "./replay-worker.ts";
 import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
@@ -187,17 +187,11 @@ function runWorkers(
 
 /** The threads' results in the order of the listing; a session left unanswered fails the run. */
 function inSerialOrder(plan: Plan, done: Done[], opts: WorkersOptions): WorkersRun {
-  const byId = new Map<string, ReplayResult>();
-  let malformed = plan.malformed;
-  for (const d of done) {
-    malformed += d.malformed;
-    for (const r of d.results) byId.set(r.id, r);
-  }
-  const results = plan.chosen.map((s) => {
-    const r = byId.get(s.id);
-    if (!r) throw new Error(`no replay thread answered for session ${s.id}`);
-    return r;
-  });
+  const results = inListingOrder(
+    plan.chosen,
+    done.flatMap((d) => d.results),
+  );
+  const malformed = done.reduce((n, d) => n + d.malformed, plan.malformed);
   opts.onProgress?.(results.length, results.length);
   return { results, warnings: malformedWarnings(malformed), workers: plan.threads };
 }

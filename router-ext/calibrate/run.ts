@@ -23,6 +23,7 @@ import { loadLabelsFrom } from "./labels-from.ts";
 import { type KnobMargin, margins as scanMargins } from "./margins.ts";
 import { createProgress } from "./progress.ts";
 import { renderAudit, renderMargins, renderSummary, renderSweep, renderTable, toJsonDoc } from "./render.ts";
+import { replayDbSerially } from "./replay-serial.ts";
 import { replayDbInWorkers } from "./replay-workers.ts";
 import {
   applyFilters,
@@ -105,7 +106,7 @@ interface Loaded {
   sessions: SourceSession[];
   sets: LabelSet[];
   sourceNames: string[];
-  /** The database's verdicts when worker threads read and judged it (no sessions then). */
+  /** The database's verdicts when it was judged as it was read (no sessions then). */
   replayed: ReplayResult[] | null;
 }
 
@@ -130,21 +131,20 @@ async function loadSessions(
       // --db is opencode's database here, not stallguard's own store (serve --db).
       throw new Error(`--db (opencode's database, not stallguard's own store): ${(err as Error).message}`);
     };
-    const { config, jobs } = run;
-    const par = inWorkers(opts, jobs)
-      ? await replayInWorkers(r, path, filters, config, jobs).catch(wrap)
-      : null;
-    const db = par
-      ? { sessions: [], warnings: par.warnings }
-      : await loadOpencodeDb(path, {
-          ...filters,
-          copy: opts.copy ?? false,
-          onProgress: (d, t) => progress.step("reading sessions", d, t),
-          observe: { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers },
-        }).catch(wrap);
-    out.replayed = par?.results ?? null;
-    out.sessions.push(...db.sessions);
-    for (const w of db.warnings) say(`warning: ${w}`);
+    if (judgedAsRead(opts)) {
+      const judged = await replayAsRead(r, path, filters, policy, run).catch(wrap);
+      out.replayed = judged.results;
+      for (const w of judged.warnings) say(`warning: ${w}`);
+    } else {
+      const db = await loadOpencodeDb(path, {
+        ...filters,
+        copy: opts.copy ?? false,
+        onProgress: (d, t) => progress.step("reading sessions", d, t),
+        observe: { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers },
+      }).catch(wrap);
+      out.sessions.push(...db.sessions);
+      for (const w of db.warnings) say(`warning: ${w}`);
+    }
     out.sourceNames.push(path);
   }
   if (exportsGiven.length) {
@@ -168,35 +168,44 @@ async function loadSessions(
 }
 
 /**
- * Worker threads read and judge the database when it is the only source and
- * nothing needs its sessions afterwards (labels, the sweep and the margins
- * judge them again in this thread, so they read them here).
+ * The database is read and judged tree by tree (across worker threads when
+ * it is large enough) when it is the only source and nothing needs its
+ * sessions afterwards: labels, the sweep and the margins judge them again,
+ * so they read every session first.
  */
-function inWorkers(opts: CalibrateOptions, jobs: number): boolean {
+function judgedAsRead(opts: CalibrateOptions): boolean {
   const exportsGiven = (opts.exports ?? []).some(Boolean);
   const needSessions = opts.labels || opts.labelsFrom || opts.sweep || opts.margins || opts.split;
-  return jobs > 1 && !exportsGiven && !opts.server && !needSessions;
+  return !exportsGiven && !opts.server && !needSessions;
 }
 
-/** The database read and judged across up to `jobs` threads; null when it is too small for them. */
-async function replayInWorkers(r: Run, path: string, filters: Filters, config: Config, jobs: number) {
+/** The database's verdicts: across up to `jobs` threads, or in this one alone when it is too small for them. */
+async function replayAsRead(
+  r: Run,
+  path: string,
+  filters: Filters,
+  policy: Policy,
+  run: { config: Config; jobs: number },
+): Promise<{ results: ReplayResult[]; warnings: string[] }> {
   const t0 = performance.now();
-  const run = await replayDbInWorkers(path, {
-    ...filters,
-    jobs,
-    copy: r.opts.copy ?? false,
-    timeline: Boolean(r.opts.html || r.opts.timeline),
-    config,
-    onProgress: (d, t) => r.progress.step("reading and judging sessions", d, t),
-  });
-  if (run) {
-    const calls = run.results.reduce((n, x) => n + x.calls, 0);
-    r.progress.done();
-    r.progress.note(
-      `read and replayed ${calls} tool call(s) in ${Math.round(performance.now() - t0)} ms across ${run.workers} threads (--jobs ${jobs}: this one and ${run.workers - 1} worker thread(s))`,
-    );
-  }
-  return run;
+  const { jobs } = run;
+  const copy = r.opts.copy ?? false;
+  const timeline = Boolean(r.opts.html || r.opts.timeline);
+  const onProgress = (d: number, t: number) => r.progress.step("reading and judging sessions", d, t);
+  const par =
+    jobs > 1
+      ? await replayDbInWorkers(path, { ...filters, jobs, copy, timeline, config: run.config, onProgress })
+      : null;
+  const done = par ?? (await replayDbSerially(path, { ...filters, copy, timeline, policy, onProgress }));
+  const calls = done.results.reduce((n, x) => n + x.calls, 0);
+  const where = par
+    ? `across ${par.workers} threads (--jobs ${jobs}: this one and ${par.workers - 1} worker thread(s))`
+    : "tree by tree in this thread";
+  r.progress.done();
+  r.progress.note(
+    `read and replayed ${calls} tool call(s) in ${Math.round(performance.now() - t0)} ms ${where}`,
+  );
+  return done;
 }
 
 /** Adds --labels (replacing the same file read beside the exports) and --labels-from to `sets`. */

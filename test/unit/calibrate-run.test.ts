@@ -106,7 +106,7 @@ describe("runCalibrate", () => {
 
   test("a progress bar is drawn on a terminal and cleared; --quiet prints nothing", async () => {
     const r = await run({ db: dbPath }, {}, true);
-    expect(r.err).toContain("reading sessions [");
+    expect(r.err).toContain("reading and judging sessions [");
     expect(r.err).toContain("\r\x1b[2K");
     const q = await run({ db: dbPath, quiet: true });
     expect(q.err).toBe("");

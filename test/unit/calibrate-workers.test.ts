@@ -10,11 +10,13 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { syntheticSessions, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
 import { loadConfig } from "../../router-ext/calibrate/config.ts";
 import { claimOrder, defaultJobs, workerCount } from "../../router-ext/calibrate/replay-plan.ts";
+import { replayDbSerially } from "../../router-ext/calibrate/replay-serial.ts";
 import { type ReplayWorkerData, runClaims, WORKER_ROLE } from "../../router-ext/calibrate/replay-worker.ts";
 import { replayDbInWorkers } from "../../router-ext/calibrate/replay-workers.ts";
 import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
+import { loadOpencodeDb } from "../../router-ext/calibrate/sources.ts";
 import { OpencodeDb } from "../../router-ext/opencode-db/reader.ts";
-import { treesOf } from "../../shared/index.ts";
+import { type Policy, policyFromConfig, replay, treesOf } from "../../shared/index.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 import { corruptToolPages, writeTreeDb } from "../helpers/tree-db.ts";
 
@@ -153,6 +155,67 @@ describe("calibrate --db --jobs N", () => {
       expect(r.code).toBe(2);
       expect(r.err).toMatch(/--jobs: a whole number of threads from 1 to 64/);
     }
+  });
+});
+
+describe("calibrate --db tree by tree in this thread", () => {
+  const policy = () => policyFromConfig(loadConfig({ env: {} }).config);
+  const observe = (p: Policy) => ({
+    testPatterns: p.testPatterns,
+    continuationMarkers: p.continuationMarkers,
+  });
+
+  test("the verdicts are those of reading every session first and judging them after, in the listing's order", async () => {
+    const p = policy();
+    const whole = replay((await loadOpencodeDb(dbPath, { observe: observe(p) })).sessions, p, {
+      timeline: true,
+    });
+    const seen: number[] = [];
+    const byTree = await replayDbSerially(dbPath, {
+      policy: p,
+      timeline: true,
+      onProgress: (d) => seen.push(d),
+    });
+    expect(whole.filter((x) => x.worst !== "ok").length).toBeGreaterThan(3);
+    expect(JSON.stringify(byTree.results)).toBe(JSON.stringify(whole));
+    expect(byTree.warnings).toEqual([]);
+    // Progress after each tree, up to every session listed.
+    expect(seen.length).toBe(
+      treesOf(byTree.results.map((x) => ({ id: x.id, parentId: x.parent_id }))).length,
+    );
+    expect(seen.at(-1)).toBe(whole.length);
+    // --session: the root and its descendants only, as the whole read gives them.
+    const root = whole.find((x) => x.parent_id === null && x.id.endsWith("bench"))?.id as string;
+    const one = await replayDbSerially(dbPath, { policy: p, timeline: false, sessionIds: [root] });
+    expect(one.results.map((x) => x.id)).toEqual(
+      (await loadOpencodeDb(dbPath, { sessionIds: [root], observe: observe(p) })).sessions.map((s) => s.id),
+    );
+    expect(one.results).toHaveLength(3);
+  });
+
+  test("the listing and every read are one snapshot: a session emptied after the first tree is judged as it was", async () => {
+    const live = join(tmp, "snapshot.db");
+    copyFileSync(dbPath, live);
+    const p = policy();
+    const before = await replayDbSerially(live, { policy: p, timeline: false });
+    const last = before.results.at(-1) as (typeof before.results)[number];
+    expect(last.calls).toBeGreaterThan(0);
+    let wrote = 0;
+    const during = await replayDbSerially(live, {
+      policy: p,
+      timeline: false,
+      onProgress: () => {
+        if (wrote) return;
+        const w = new Database(live);
+        wrote = w.prepare("DELETE FROM part WHERE session_id = ?").run(last.id).changes;
+        w.close();
+      },
+    });
+    expect(wrote).toBeGreaterThan(0);
+    expect(JSON.stringify(during.results)).toBe(JSON.stringify(before.results));
+    // The next run reads the file as it is now.
+    const after = await replayDbSerially(live, { policy: p, timeline: false });
+    expect(after.results.find((x) => x.id === last.id)?.calls).toBe(0);
   });
 });
 
