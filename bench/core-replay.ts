@@ -29,8 +29,8 @@ import { setFlagsFromString } from "node:v8";
 import Database from "better-sqlite3";
 import { loadConfig } from "../router-ext/calibrate/config.ts";
 import { defaultJobs } from "../router-ext/calibrate/replay-plan.ts";
-import { replayDbSerially } from "../router-ext/calibrate/replay-serial.ts";
-import { replayDbInWorkers } from "../router-ext/calibrate/replay-workers.ts";
+import { replayFileSerially } from "../router-ext/calibrate/replay-serial.ts";
+import { replayDb } from "../router-ext/calibrate/replay-workers.ts";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
 import { replay } from "../shared/index.ts";
 import { type ExportDoc, syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
@@ -181,7 +181,10 @@ async function round(t: Target): Promise<void> {
     }),
   );
   gcNow();
-  time("both", await timeMsAsync(() => replayDbSerially(t.path, { policy, timeline: false })));
+  time(
+    "both",
+    timeMs(() => replayFileSerially(t.path, { policy, timeline: false }).results.length),
+  );
   gcNow();
   time("workers", await timeMsAsync(() => acrossWorkers(t.path)));
   cold(t);
@@ -201,8 +204,8 @@ function cold(t: Target): void {
 /** calibrate --db --jobs N's read and judge: the trees across `jobs` threads (this one and workers), on any db size. */
 async function acrossWorkers(path: string): Promise<void> {
   const { config } = loadConfig({ env: {} });
-  const run = await replayDbInWorkers(path, { jobs, timeline: false, config, minRows: 0 });
-  if (!run) throw new Error(`${path}: no workers started`);
+  const run = await replayDb(path, { jobs, timeline: false, config, minRows: 0 });
+  if (run.workers < 2) throw new Error(`${path}: no workers started`);
 }
 
 function report(t: Target): void {

@@ -9,41 +9,37 @@
 import { type Policy, type ReplayResult, treesOf } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
 import { inListingOrder, judgeTrees, malformedWarnings } from "./db-read.ts";
-import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
+import { applyFilters, type Filters } from "./sources.ts";
 
 export interface SerialOptions extends Filters {
   policy: Policy;
   timeline: boolean;
-  /** Copy the database with SQLite's backup API first, and read the copy. */
-  copy?: boolean;
   /** Sessions judged so far, after each tree. */
   onProgress?: (done: number, total: number) => void;
 }
 
-/** The chosen sessions' verdicts, in the listing's order, with the warnings the read gave. */
-export async function replayDbSerially(
+/** The chosen sessions' verdicts from the file at `path`, in the listing's order, with the warnings the read gave. */
+export function replayFileSerially(
   path: string,
   opts: SerialOptions,
-): Promise<{ results: ReplayResult[]; warnings: string[] }> {
-  return onDbOrCopy(path, opts.copy ?? false, (p) => {
-    const reader = OpencodeDb.open(p);
-    try {
-      return reader.snapshot(() => {
-        const listed = reader.allSessions();
-        const chosen = applyFilters(listed.rows, opts);
-        let next = 0;
-        const run = judgeTrees(
-          reader,
-          treesOf(chosen),
-          () => next++,
-          opts,
-          (n) => opts.onProgress?.(n, chosen.length),
-        );
-        const results = inListingOrder(chosen, run.results);
-        return { results, warnings: malformedWarnings(listed.malformed + run.malformed) };
-      });
-    } finally {
-      reader.close();
-    }
-  });
+): { results: ReplayResult[]; warnings: string[] } {
+  const reader = OpencodeDb.open(path);
+  try {
+    return reader.snapshot(() => {
+      const listed = reader.allSessions();
+      const chosen = applyFilters(listed.rows, opts);
+      let next = 0;
+      const run = judgeTrees(
+        reader,
+        treesOf(chosen),
+        () => next++,
+        opts,
+        (n) => opts.onProgress?.(n, chosen.length),
+      );
+      const results = inListingOrder(chosen, run.results);
+      return { results, warnings: malformedWarnings(listed.malformed + run.malformed) };
+    });
+  } finally {
+    reader.close();
+  }
 }

@@ -5,14 +5,17 @@
 // from a counter they share till none is left, reads and judges it, and
 // sends back only the verdicts. The main thread puts them in the serial run's
 // order, so the output is byte-identical to --jobs 1. A thread that fails
-// fails the run; every worker is stopped on error and at the end.
+// fails the run; every worker is stopped on error and at the end. With
+// --jobs 1, or a database too small for workers, this thread reads and
+// judges it alone (replay-serial.ts), on the same file or copy.
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
-import { type Config, type ReplayResult, treesOf } from "../../shared/index.ts";
+import { type Config, policyFromConfig, type ReplayResult, treesOf } from "../../shared/index.ts";
 import { OpencodeDb } from "../opencode-db/reader.ts";
 import { type WorkerFile, workerFile } from "../worker-file.ts";
 import { inListingOrder, malformedWarnings, type SessionListing } from "./db-read.ts";
 import { claimOrder, workerCount } from "./replay-plan.ts";
+import { replayFileSerially } from "./replay-serial.ts";
 import { type ReplayWorkerData, type ReplayWorkerMessage, runClaims, WORKER_ROLE } from "./replay-worker.ts";
 import { applyFilters, type Filters, onDbOrCopy } from "./sources.ts";
 
@@ -48,12 +51,13 @@ interface Plan {
 }
 
 /**
- * Reads and judges `path` across this thread and worker threads; null when
- * the database is too small to gain from them (the caller then reads it in
- * its own thread alone).
+ * Reads and judges `path` across this thread and worker threads, or in this
+ * thread alone when `jobs` is 1 or the database is too small to gain from
+ * workers (`workers` says which).
  */
-export async function replayDbInWorkers(path: string, opts: WorkersOptions): Promise<WorkersRun | null> {
+export async function replayDb(path: string, opts: WorkersOptions): Promise<WorkersRun> {
   return onDbOrCopy(path, opts.copy ?? false, async (p) => {
+    if (opts.jobs < 2) return inThisThread(p, opts);
     // Opened first: its shape check says clearly why a file cannot be read.
     const reader = OpencodeDb.open(p);
     // Its own connection watches for writes (data_version) while the workers read.
@@ -63,7 +67,7 @@ export async function replayDbInWorkers(path: string, opts: WorkersOptions): Pro
       const before = dataVersion(watch);
       const plan = planRun(reader, watch, opts);
       reader.close();
-      if (!plan) return null;
+      if (!plan) return inThisThread(p, opts);
       opts.onPlanned?.({ workers: plan.threads, sessions: plan.chosen.length, rows: plan.rows });
       const file = await workerFile("calibrate-replay-worker");
       const done = await runWorkers(path, p, plan, opts, file);
@@ -78,6 +82,12 @@ export async function replayDbInWorkers(path: string, opts: WorkersOptions): Pro
       watch?.close();
     }
   });
+}
+
+/** The listing and every read in one transaction, tree by tree, in this thread. */
+function inThisThread(path: string, opts: WorkersOptions): WorkersRun {
+  const policy = policyFromConfig(opts.config);
+  return { ...replayFileSerially(path, { ...opts, policy }), workers: 1 };
 }
 
 /** Changes whenever another connection commits to the file. */

@@ -23,8 +23,7 @@ import { loadLabelsFrom } from "./labels-from.ts";
 import { type KnobMargin, margins as scanMargins } from "./margins.ts";
 import { createProgress } from "./progress.ts";
 import { renderAudit, renderMargins, renderSummary, renderSweep, renderTable, toJsonDoc } from "./render.ts";
-import { replayDbSerially } from "./replay-serial.ts";
-import { replayDbInWorkers } from "./replay-workers.ts";
+import { replayDb } from "./replay-workers.ts";
 import {
   applyFilters,
   defaultOpencodeDb,
@@ -132,7 +131,7 @@ async function loadSessions(
       throw new Error(`--db (opencode's database, not stallguard's own store): ${(err as Error).message}`);
     };
     if (judgedAsRead(opts)) {
-      const judged = await replayAsRead(r, path, filters, policy, run).catch(wrap);
+      const judged = await replayAsRead(r, path, filters, run).catch(wrap);
       out.replayed = judged.results;
       for (const w of judged.warnings) say(`warning: ${w}`);
     } else {
@@ -184,23 +183,23 @@ async function replayAsRead(
   r: Run,
   path: string,
   filters: Filters,
-  policy: Policy,
   run: { config: Config; jobs: number },
 ): Promise<{ results: ReplayResult[]; warnings: string[] }> {
   const t0 = performance.now();
-  const { jobs } = run;
-  const copy = r.opts.copy ?? false;
-  const timeline = Boolean(r.opts.html || r.opts.timeline);
-  const onProgress = (d: number, t: number) => r.progress.step("reading and judging sessions", d, t);
-  const par =
-    jobs > 1
-      ? await replayDbInWorkers(path, { ...filters, jobs, copy, timeline, config: run.config, onProgress })
-      : null;
-  const done = par ?? (await replayDbSerially(path, { ...filters, copy, timeline, policy, onProgress }));
+  const { jobs, config } = run;
+  const done = await replayDb(path, {
+    ...filters,
+    jobs,
+    config,
+    copy: r.opts.copy ?? false,
+    timeline: Boolean(r.opts.html || r.opts.timeline),
+    onProgress: (d, t) => r.progress.step("reading and judging sessions", d, t),
+  });
   const calls = done.results.reduce((n, x) => n + x.calls, 0);
-  const where = par
-    ? `across ${par.workers} threads (--jobs ${jobs}: this one and ${par.workers - 1} worker thread(s))`
-    : "tree by tree in this thread";
+  const where =
+    done.workers > 1
+      ? `across ${done.workers} threads (--jobs ${jobs}: this one and ${done.workers - 1} worker thread(s))`
+      : "tree by tree in this thread";
   r.progress.done();
   r.progress.note(
     `read and replayed ${calls} tool call(s) in ${Math.round(performance.now() - t0)} ms ${where}`,

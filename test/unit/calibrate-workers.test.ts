@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { syntheticSessions, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
 import { loadConfig } from "../../router-ext/calibrate/config.ts";
 import { claimOrder, defaultJobs, workerCount } from "../../router-ext/calibrate/replay-plan.ts";
-import { replayDbSerially } from "../../router-ext/calibrate/replay-serial.ts";
+import { replayFileSerially } from "../../router-ext/calibrate/replay-serial.ts";
 import { type ReplayWorkerData, runClaims, WORKER_ROLE } from "../../router-ext/calibrate/replay-worker.ts";
-import { replayDbInWorkers } from "../../router-ext/calibrate/replay-workers.ts";
+import { replayDb } from "../../router-ext/calibrate/replay-workers.ts";
 import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
 import { loadOpencodeDb } from "../../router-ext/calibrate/sources.ts";
 import { OpencodeDb } from "../../router-ext/opencode-db/reader.ts";
@@ -84,7 +84,7 @@ describe("calibrate --db --jobs N", () => {
     writeOpencodeDb(small, syntheticSessions(3, 40, { loopEvery: 3 }));
     const r = await run({ db: small, json: true, jobs: 4 });
     expect(r.code, r.err).toBe(0);
-    expect(r.err).toMatch(/replayed 120 tool call\(s\) in \d+ ms/);
+    expect(r.err).toMatch(/read and replayed 120 tool call\(s\) in \d+ ms tree by tree in this thread/);
     expect(r.err).not.toMatch(/worker thread/);
   });
 
@@ -112,7 +112,7 @@ describe("calibrate --db --jobs N", () => {
     const gone = join(tmp, "gone.db");
     copyFileSync(dbPath, gone);
     const { config } = loadConfig({ env: {} });
-    const result = replayDbInWorkers(gone, {
+    const result = replayDb(gone, {
       jobs: 2,
       timeline: false,
       config,
@@ -129,7 +129,7 @@ describe("calibrate --db --jobs N", () => {
     const live = join(tmp, "live.db");
     copyFileSync(dbPath, live);
     const { config } = loadConfig({ env: {} });
-    const run = await replayDbInWorkers(live, {
+    const run = await replayDb(live, {
       jobs: 2,
       timeline: false,
       config,
@@ -144,7 +144,7 @@ describe("calibrate --db --jobs N", () => {
     expect(run?.workers).toBe(2);
     expect(run?.results.some((x) => x.id === "ses_new")).toBe(false);
     expect(run?.warnings.join("\n")).toMatch(/was written while it was read: .* --copy reads one snapshot/);
-    const copied = await replayDbInWorkers(live, { jobs: 2, timeline: false, config, copy: true });
+    const copied = await replayDb(live, { jobs: 2, timeline: false, config, copy: true });
     expect(copied?.warnings).toEqual([]);
     expect(copied?.results.some((x) => x.id === "ses_new")).toBe(true);
   }, 60_000);
@@ -171,7 +171,7 @@ describe("calibrate --db tree by tree in this thread", () => {
       timeline: true,
     });
     const seen: number[] = [];
-    const byTree = await replayDbSerially(dbPath, {
+    const byTree = replayFileSerially(dbPath, {
       policy: p,
       timeline: true,
       onProgress: (d) => seen.push(d),
@@ -186,7 +186,7 @@ describe("calibrate --db tree by tree in this thread", () => {
     expect(seen.at(-1)).toBe(whole.length);
     // --session: the root and its descendants only, as the whole read gives them.
     const root = whole.find((x) => x.parent_id === null && x.id.endsWith("bench"))?.id as string;
-    const one = await replayDbSerially(dbPath, { policy: p, timeline: false, sessionIds: [root] });
+    const one = replayFileSerially(dbPath, { policy: p, timeline: false, sessionIds: [root] });
     expect(one.results.map((x) => x.id)).toEqual(
       (await loadOpencodeDb(dbPath, { sessionIds: [root], observe: observe(p) })).sessions.map((s) => s.id),
     );
@@ -197,11 +197,11 @@ describe("calibrate --db tree by tree in this thread", () => {
     const live = join(tmp, "snapshot.db");
     copyFileSync(dbPath, live);
     const p = policy();
-    const before = await replayDbSerially(live, { policy: p, timeline: false });
+    const before = replayFileSerially(live, { policy: p, timeline: false });
     const last = before.results.at(-1) as (typeof before.results)[number];
     expect(last.calls).toBeGreaterThan(0);
     let wrote = 0;
-    const during = await replayDbSerially(live, {
+    const during = replayFileSerially(live, {
       policy: p,
       timeline: false,
       onProgress: () => {
@@ -214,7 +214,7 @@ describe("calibrate --db tree by tree in this thread", () => {
     expect(wrote).toBeGreaterThan(0);
     expect(JSON.stringify(during.results)).toBe(JSON.stringify(before.results));
     // The next run reads the file as it is now.
-    const after = await replayDbSerially(live, { policy: p, timeline: false });
+    const after = replayFileSerially(live, { policy: p, timeline: false });
     expect(after.results.find((x) => x.id === last.id)?.calls).toBe(0);
   });
 });
