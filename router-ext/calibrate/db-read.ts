@@ -56,15 +56,16 @@ export type SessionListing = Pick<SessionRow, "id" | "parentId" | "directory" | 
 /**
  * Reads and judges session trees one at a time, each tree `claim` hands out
  * (its index, or past the end when none is left), so only one tree's
- * observations are held: the caller holds the read transaction. `onTree` is
- * told the sessions judged so far after each tree.
+ * observations are held: the caller holds the read transaction. `onRead` is
+ * told the sessions read so far after each one (a tree of many sessions moves
+ * a progress bar as it is read).
  */
 export function judgeTrees(
   reader: OpencodeDb,
   trees: readonly SessionListing[][],
   claim: () => number,
   run: { policy: Policy; timeline: boolean },
-  onTree?: (sessions: number) => void,
+  onRead?: (sessions: number) => void,
 ): { results: ReplayResult[]; malformed: number } {
   const observe = {
     testPatterns: run.policy.testPatterns,
@@ -75,11 +76,11 @@ export function judgeTrees(
   let sessions = 0;
   for (let at = claim(); at < trees.length; at = claim()) {
     const tree = trees[at] as SessionListing[];
-    const read = readSessions(reader, tree, undefined, observe);
+    const before = sessions;
+    const read = readSessions(reader, tree, onRead && ((i) => onRead(before + i)), observe);
     malformed += read.malformed;
     for (const r of replay(read.sessions, run.policy, { timeline: run.timeline })) results.push(r);
     sessions += tree.length;
-    onTree?.(sessions);
   }
   return { results, malformed };
 }
