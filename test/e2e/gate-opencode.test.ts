@@ -201,10 +201,13 @@ describe("gate with real opencode", () => {
   test("after the refusal is lifted the same session goes through", async () => {
     const s = await oc.createSession({ title: "lifted" });
     router.on(s.id, steps({ kind: "text", text: "back" }));
-    store.refuseSession(s.id, "stopped by admin");
+    // A reason with a retry digit run, as about one session id in seventy has: opencode retries
+    // the refusal; with the default shape (403 + retry-after: 0) at once, so the session is idle
+    // well within the wait (with no retry-after its backoff took over a minute).
+    store.refuseSession(s.id, UNLUCKY);
     await oc.api("POST", `/session/${s.id}/prompt_async`, {
       parts: [{ type: "text", text: "go" }],
-      model: { providerID: "gate403", modelID: MODEL_ID },
+      model: { providerID: "gate403ra0c", modelID: MODEL_ID },
     });
     await oc.waitIdle(s.id, 30_000);
     expect(model.requests.filter((r) => r.sessionId === s.id)).toHaveLength(0);
