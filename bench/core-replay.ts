@@ -32,7 +32,7 @@ import { defaultJobs } from "../router-ext/calibrate/replay-plan.ts";
 import { replayFileSerially } from "../router-ext/calibrate/replay-serial.ts";
 import { replayDb } from "../router-ext/calibrate/replay-workers.ts";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
-import { replay } from "../shared/index.ts";
+import { observeOptions, replay } from "../shared/index.ts";
 import { type ExportDoc, syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
 import { arg, defaultPolicy, fmt, gc, medianOf, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
 
@@ -45,7 +45,7 @@ const dbArg = process.argv.indexOf("--db");
 const givenDb = dbArg >= 0 ? process.argv[dbArg + 1] : undefined;
 const jobs = arg("jobs", defaultJobs());
 const policy = defaultPolicy();
-const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+const observe = observeOptions(policy);
 const ROOT = join(import.meta.dirname, "..");
 /** The shared corpora beside the repo and the repo's own sets, each an export directory. */
 const CORPORA = [

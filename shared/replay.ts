@@ -1,7 +1,12 @@
 // Offline replay: feeds stored sessions through the same forest the plugin
 // and the watchdog use, and reports what each session would have received.
 // One loop (runTree) serves the replay, the threshold sweep and the watchdog.
-import { observationsFromMessages, type StoredMessage, type StoredOptions } from "./adapters/stored.ts";
+import {
+  observationsFromMessages,
+  observeOptions,
+  type StoredMessage,
+  type StoredOptions,
+} from "./adapters/stored.ts";
 import { type ObserveResult, SessionForest } from "./forest.ts";
 import type { Policy } from "./policy.ts";
 import { type Linked, treesOf } from "./session-tree.ts";
@@ -72,7 +77,7 @@ export function mergedObservations(
   sessions: readonly ReplaySession[],
   policy: Policy,
 ): readonly Observation[] {
-  const opts = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+  const opts = observeOptions(policy);
   // A loader's observations are shared (a sweep replays them many times): copied before merging or sorting.
   const lists = sessions.map((s) => sessionObservations(s, opts));
   const only = lists.length === 1 ? (lists[0] as readonly Observation[]) : null;

@@ -3,7 +3,13 @@
 // thread (replay-serial.ts) and each replay worker (replay-worker.ts) share.
 // Kept apart from sources.ts so the worker's bundle leaves out what only the
 // main thread needs (zod, exports).
-import { type Policy, type ReplayResult, replay, type StoredOptions } from "../../shared/index.ts";
+import {
+  observeOptions,
+  type Policy,
+  type ReplayResult,
+  replay,
+  type StoredOptions,
+} from "../../shared/index.ts";
 import type { OpencodeDb, SessionRow } from "../opencode-db/reader.ts";
 import type { DbOptions, SourceSession } from "./sources.ts";
 
@@ -67,10 +73,7 @@ export function judgeTrees(
   run: { policy: Policy; timeline: boolean },
   onRead?: (sessions: number) => void,
 ): { results: ReplayResult[]; malformed: number } {
-  const observe = {
-    testPatterns: run.policy.testPatterns,
-    continuationMarkers: run.policy.continuationMarkers,
-  };
+  const observe = observeOptions(run.policy);
   const results: ReplayResult[] = [];
   let malformed = 0;
   let sessions = 0;

@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import {
   type Config,
+  observeOptions,
   type Policy,
   parseDuration,
   policyFromConfig,
@@ -139,7 +140,7 @@ async function loadSessions(
         ...filters,
         copy: opts.copy ?? false,
         onProgress: (d, t) => progress.step("reading sessions", d, t),
-        observe: { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers },
+        observe: observeOptions(policy),
       }).catch(wrap);
       out.sessions.push(...db.sessions);
       for (const w of db.warnings) say(`warning: ${w}`);

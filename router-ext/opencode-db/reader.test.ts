@@ -10,7 +10,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, test } from "vitest";
 import { syntheticSession, writeOpencodeDb } from "../../bench/core-opencode-db.ts";
 import { defaultPolicy } from "../../bench/core-stats.ts";
-import { observationsFromMessages } from "../../shared/index.ts";
+import { observationsFromMessages, observeOptions } from "../../shared/index.ts";
 import { opencodeDataDir, opencodeDbPath } from "./path.ts";
 import { OpencodeDb, OpencodeDbError } from "./reader.ts";
 
@@ -18,7 +18,7 @@ const tmp = mkdtempSync(join(tmpdir(), "stallguard-ocdb-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
 const policy = defaultPolicy();
-const opts = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+const opts = observeOptions(policy);
 
 type Stored = { info: { id: string }; parts: unknown[] };
 

@@ -5,10 +5,16 @@ import { configSchema } from "../config.ts";
 import { SessionForest } from "../forest.ts";
 import { policyFromConfig } from "../policy.ts";
 import type { Observation, ToolObservation } from "../types.ts";
-import { fromToolPart, observationsFromMessages, promptTokensOf, type StoredMessage } from "./stored.ts";
+import {
+  fromToolPart,
+  observationsFromMessages,
+  observeOptions,
+  promptTokensOf,
+  type StoredMessage,
+} from "./stored.ts";
 
 const policy = policyFromConfig(configSchema.parse({}));
-const opts = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+const opts = observeOptions(policy);
 const ctx = {
   sessionId: "ses_1",
   parentId: null,

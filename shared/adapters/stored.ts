@@ -137,6 +137,11 @@ export interface StoredOptions {
   continuationMarkers: readonly string[];
 }
 
+/** What the adapter reads of a policy: its test patterns and continuation markers, nothing else. */
+export function observeOptions(policy: StoredOptions): StoredOptions {
+  return { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+}
+
 /**
  * Observations for one session's messages, oldest first: user turns (injected
  * or not), compactions, one turn plus usage per assistant message, then its

@@ -18,6 +18,7 @@ import { type RunningServer, startServer } from "../../router-ext/server/start.t
 import {
   formatConfigIssues,
   observationsFromMessages,
+  observeOptions,
   parseConfig,
   policyFromConfig,
   SessionForest,
@@ -201,10 +202,11 @@ class Harness {
   async replay(rec: Recorded, id: string, model: string, parent: string | null = null): Promise<string[]> {
     const forest = new SessionForest(this.policy);
     if (parent) forest.setParent(id, parent);
-    const obs = observationsFromMessages({ id, parentId: parent, directory: null }, rec.messages, {
-      testPatterns: this.policy.testPatterns,
-      continuationMarkers: this.policy.continuationMarkers,
-    });
+    const obs = observationsFromMessages(
+      { id, parentId: parent, directory: null },
+      rec.messages,
+      observeOptions(this.policy),
+    );
     const wall: Array<[number, number]> = [];
     const verdicts: string[] = [];
     for (const o of obs) {

@@ -10,6 +10,7 @@ import { loadConfig } from "../../router-ext/calibrate/config.ts";
 import { loadExports } from "../../router-ext/calibrate/sources.ts";
 import {
   observationsFromMessages,
+  observeOptions,
   policyFromConfig,
   type ReplayResult,
   type ReplaySession,
@@ -51,10 +52,11 @@ function session(name: string): ReplaySession {
 }
 
 function observations(s: ReplaySession) {
-  return observationsFromMessages({ id: s.id, parentId: s.parentId, directory: s.directory }, s.messages, {
-    testPatterns: policy.testPatterns,
-    continuationMarkers: policy.continuationMarkers,
-  });
+  return observationsFromMessages(
+    { id: s.id, parentId: s.parentId, directory: s.directory },
+    s.messages,
+    observeOptions(policy),
+  );
 }
 
 /** The session's tool calls in order, each with whether the replay counted it as landed. */

@@ -18,7 +18,13 @@ import {
   loadServer,
   sessionsFromExport,
 } from "../../router-ext/calibrate/sources.ts";
-import { configSchema, policyFromConfig, type ReplaySession, replay } from "../../shared/index.ts";
+import {
+  configSchema,
+  observeOptions,
+  policyFromConfig,
+  type ReplaySession,
+  replay,
+} from "../../shared/index.ts";
 
 const RECORDED = join(import.meta.dirname, "..", "fixtures", "recorded");
 const recorded = (name: string) =>
@@ -142,7 +148,7 @@ describe("opencode.db, read-only", () => {
     expect(view(fromDb.sessions)).toEqual(view(loadExports([RECORDED]).sessions));
     expect(view(fromDb.sessions).filter((l) => !l.includes(" ok "))).toHaveLength(10);
     // What calibrate --db reads: observations made as each session is read, no stored records kept.
-    const observe = { testPatterns: policy.testPatterns, continuationMarkers: policy.continuationMarkers };
+    const observe = observeOptions(policy);
     const observed = await loadOpencodeDb(path, { observe });
     expect(observed.sessions.every((x) => x.messages.length === 0 && x.observed)).toBe(true);
     expect(replay(observed.sessions, policy, { timeline: true })).toEqual(

@@ -16,7 +16,7 @@ import { replayDb } from "../../router-ext/calibrate/replay-workers.ts";
 import type { CalibrateOptions } from "../../router-ext/calibrate/run.ts";
 import { loadOpencodeDb } from "../../router-ext/calibrate/sources.ts";
 import { OpencodeDb } from "../../router-ext/opencode-db/reader.ts";
-import { type Policy, policyFromConfig, replay, treesOf } from "../../shared/index.ts";
+import { observeOptions, policyFromConfig, replay, treesOf } from "../../shared/index.ts";
 import { calibrateCaptured } from "../helpers/calibrate-run.ts";
 import { corruptToolPages, writeTreeDb } from "../helpers/tree-db.ts";
 
@@ -160,14 +160,10 @@ describe("calibrate --db --jobs N", () => {
 
 describe("calibrate --db tree by tree in this thread", () => {
   const policy = () => policyFromConfig(loadConfig({ env: {} }).config);
-  const observe = (p: Policy) => ({
-    testPatterns: p.testPatterns,
-    continuationMarkers: p.continuationMarkers,
-  });
 
   test("the verdicts are those of reading every session first and judging them after, in the listing's order", async () => {
     const p = policy();
-    const whole = replay((await loadOpencodeDb(dbPath, { observe: observe(p) })).sessions, p, {
+    const whole = replay((await loadOpencodeDb(dbPath, { observe: observeOptions(p) })).sessions, p, {
       timeline: true,
     });
     const seen: number[] = [];
@@ -185,7 +181,9 @@ describe("calibrate --db tree by tree in this thread", () => {
     const root = whole.find((x) => x.parent_id === null && x.id.endsWith("bench"))?.id as string;
     const one = replayFileSerially(dbPath, { policy: p, timeline: false, sessionIds: [root] });
     expect(one.results.map((x) => x.id)).toEqual(
-      (await loadOpencodeDb(dbPath, { sessionIds: [root], observe: observe(p) })).sessions.map((s) => s.id),
+      (await loadOpencodeDb(dbPath, { sessionIds: [root], observe: observeOptions(p) })).sessions.map(
+        (s) => s.id,
+      ),
     );
     expect(one.results).toHaveLength(3);
   });
