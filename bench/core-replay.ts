@@ -1,6 +1,8 @@
 // Calibrate's replay against the floor of reading the same data. Each
 // opencode.db (opencode's own schema) is scanned bare with a JSON.parse of
-// every part's data (the floor), read by the calibrator's loader (sessions
+// every part's data (the floor), read the least way any loader of this
+// design can (each session's rows as the reader fetches them, parsed; then
+// with every call's argument fingerprint too), read by the calibrator's loader (sessions
 // turned into observations as they are read), judged (replay() of what it
 // loaded), loaded and judged in one go (every session held, as --sweep needs), and read and
 // judged tree by tree the way `stallguard calibrate --db`
@@ -32,7 +34,8 @@ import { defaultJobs } from "../router-ext/calibrate/replay-plan.ts";
 import { replayFileSerially } from "../router-ext/calibrate/replay-serial.ts";
 import { replayDb } from "../router-ext/calibrate/replay-workers.ts";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
-import { observeOptions, replay } from "../shared/index.ts";
+import { unreadPart } from "../router-ext/opencode-db/part-rows.ts";
+import { canonicalJson, observeOptions, replay, sha256 } from "../shared/index.ts";
 import { type ExportDoc, syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
 import { arg, defaultPolicy, fmt, gc, medianOf, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
 
@@ -79,6 +82,37 @@ function scan(dbPath: string, sql: string, parse: boolean): number {
   let n = 0;
   for (const row of db.prepare(sql).iterate() as Iterable<{ data: string }>)
     n += parse ? (JSON.parse(row.data) ? 1 : 0) : row.data.length;
+  db.close();
+  return n;
+}
+
+/**
+ * The least any loader of this design does, session by session as the replay
+ * reads: each session's part rows fetched (the step markers dropped unparsed,
+ * as the reader drops them) and its message rows fetched, each kept row
+ * JSON.parsed; with `fingerprint`, also every finished tool call's argument
+ * fingerprint (canonical JSON, sha256), which the detection needs of every
+ * call. Nothing is converted or judged: the replay's own floor, beside the
+ * bare scan's.
+ */
+function leastRead(dbPath: string, fingerprint: boolean): number {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const parts = db.prepare("SELECT id, message_id, data FROM part WHERE session_id = ?").raw();
+  const messages = db
+    .prepare("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id")
+    .raw();
+  let n = 0;
+  for (const id of db.prepare("SELECT id FROM session").pluck().all() as string[]) {
+    for (const [, , data] of parts.all(id) as string[][]) {
+      if (unreadPart(data)) continue;
+      const part = JSON.parse(data as string);
+      const state = part.state ?? {};
+      if (fingerprint && part.type === "tool" && (state.status === "completed" || state.status === "error"))
+        n += sha256(`${part.tool}\u0000${canonicalJson(state.input)}`).length;
+      else n++;
+    }
+    for (const [, data] of messages.all(id) as string[][]) n += JSON.parse(data as string) ? 1 : 0;
+  }
   db.close();
   return n;
 }
@@ -158,6 +192,16 @@ async function round(t: Target): Promise<void> {
     timeMs(() => scan(t.path, "SELECT data FROM message", true)),
   );
   gcNow();
+  time(
+    "reads",
+    timeMs(() => leastRead(t.path, false)),
+  );
+  gcNow();
+  time(
+    "fingerprints",
+    timeMs(() => leastRead(t.path, true)),
+  );
+  gcNow();
   let loaded: SourceSession[] = [];
   time(
     "load",
@@ -227,6 +271,8 @@ function report(t: Target): void {
       row("scan of the part table, no parse (SELECT data)", "bare"),
       row("floor: scan of the part table + JSON.parse of each", "floor"),
       row("scan of the message table + JSON.parse of each", "messages"),
+      row("least read: each session's parts (no step markers) and messages, parsed", "reads"),
+      row("least read + every call's argument fingerprint (canonical JSON, sha256)", "fingerprints"),
       row("loader: --db read into observations, one transaction", "load"),
       row("judge: replay() of the loaded sessions", "judge"),
       row("loader, then judge, every session held (--sweep, --margins, labels)", "whole"),
@@ -235,7 +281,7 @@ function report(t: Target): void {
     ],
   );
   console.log(
-    `${t.flagged} session(s) flagged; loader + judge tree by tree = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (the workers start cold every run, the rows above are warm from the rounds before)`,
+    `${t.flagged} session(s) flagged; loader + judge tree by tree = ${fmt(m("both") / floor)}x the floor, ${fmt(m("both.cpu") / cpuFloor)}x in CPU time (target: at most 2x); across ${jobs} threads ${fmt(m("workers") / floor)}x wall, ${fmt(m("workers.cpu") / cpuFloor)}x CPU (the workers start cold every run, the rows above are warm from the rounds before). No loader of this design goes below the least read (${fmt(m("reads") / floor)}x) or, with the fingerprints every call needs, ${fmt(m("fingerprints") / floor)}x, before one call is converted or judged`,
   );
   const floorProcess = m("cold.floor");
   const fresh = (label: string, k: string) => [label, fmt(m(k), 0), fmt(m(k) / floorProcess)];
