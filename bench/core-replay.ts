@@ -89,7 +89,8 @@ function scan(dbPath: string, sql: string, parse: boolean): number {
 /**
  * The least any loader of this design does, session by session as the replay
  * reads: each session's part rows fetched (the step markers dropped unparsed,
- * as the reader drops them) and its message rows fetched, each kept row
+ * as the reader drops them) and its message rows fetched, with the reader's
+ * queries (router-ext/opencode-db/reader.ts statements()), each kept row
  * JSON.parsed; with `fingerprint`, also every finished tool call's argument
  * fingerprint (canonical JSON, sha256), which the detection needs of every
  * call. Nothing is converted or judged: the replay's own floor, beside the
