@@ -35,7 +35,7 @@ import { replayFileSerially } from "../router-ext/calibrate/replay-serial.ts";
 import { replayDb } from "../router-ext/calibrate/replay-workers.ts";
 import { loadOpencodeDb, type SourceSession } from "../router-ext/calibrate/sources.ts";
 import { unreadPart } from "../router-ext/opencode-db/part-rows.ts";
-import { canonicalJson, observeOptions, replay, sha256 } from "../shared/index.ts";
+import { argumentFingerprint, canonicalJson, observeOptions, replay } from "../shared/index.ts";
 import { type ExportDoc, syntheticSessions, writeOpencodeDb } from "./core-opencode-db.ts";
 import { arg, defaultPolicy, fmt, gc, medianOf, printTable, timeMs, timeMsAsync } from "./core-stats.ts";
 
@@ -109,7 +109,7 @@ function leastRead(dbPath: string, fingerprint: boolean): number {
       const part = JSON.parse(data as string);
       const state = part.state ?? {};
       if (fingerprint && part.type === "tool" && (state.status === "completed" || state.status === "error"))
-        n += sha256(`${part.tool}\u0000${canonicalJson(state.input)}`).length;
+        n += argumentFingerprint(part.tool, canonicalJson(state.input)).length;
       else n++;
     }
     for (const [, data] of messages.all(id) as string[][]) n += JSON.parse(data as string) ? 1 : 0;

@@ -257,7 +257,7 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ct
     agent: slugAgent(ctx.agent),
     tool: raw.tool,
     callId: raw.callId,
-    fp: sha256(`${raw.tool}\u0000${read.canonical}`),
+    fp: argumentFingerprint(raw.tool, read.canonical),
     nfp: shape ? sha256(shape.key) : (bash as BashFacts).nfp,
     target: shape ? shape.target : (bash as BashFacts).target,
     exit,
@@ -269,6 +269,11 @@ export function toToolCall(raw: RawToolCall, ctx: CallContext, time: number = ct
     worktree: isBash ? (ctx.worktree ?? null) : null,
     time,
   };
+}
+
+/** A call's fingerprint: its tool and its arguments as canonical JSON (a retry with the same arguments has the same). */
+export function argumentFingerprint(tool: string, canonical: string): string {
+  return sha256(`${tool}\u0000${canonical}`);
 }
 
 /** bash's real exit code is metadata.exit (never output.exitCode / exit_code); null on timeout or abort. */
